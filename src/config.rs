@@ -1,0 +1,110 @@
+//! The broker's configuration: every tunable is a clap flag with a `SHARDLOG_*`
+//! environment fallback, its unit and its default documented in `--help`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+
+/// When a partition's segment writes are made durable with `fdatasync`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FlushPolicy {
+    /// fdatasync after every write, before the produce is acknowledged.
+    Always,
+    /// fdatasync every `--flush-interval-ms`; acks wait only for the write.
+    Interval,
+    /// never fdatasync explicitly (the kernel decides); acks wait only for the write.
+    Never,
+}
+
+/// Command-line configuration of one shardlog process.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "shardlog", version, about = "A Kafka-compatible, thread-per-core message broker")]
+pub struct Config {
+    /// Address every shard listens on (SO_REUSEPORT spreads connections over cores).
+    #[arg(long, env = "SHARDLOG_LISTEN", default_value = "127.0.0.1:9092")]
+    pub listen: SocketAddr,
+
+    /// host:port returned to clients in Metadata and FindCoordinator.
+    /// Default: the --listen address.
+    #[arg(long, env = "SHARDLOG_ADVERTISED_LISTENER")]
+    pub advertised_listener: Option<String>,
+
+    /// This broker's node id (Kafka `node.id`).
+    #[arg(long, env = "SHARDLOG_NODE_ID", default_value_t = 0)]
+    pub node_id: i32,
+
+    /// Directory holding the topic catalog and every partition's segments.
+    #[arg(long, env = "SHARDLOG_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+
+    /// Number of shards (one pinned executor per core). Default: every CPU this
+    /// process may run on.
+    #[arg(long, env = "SHARDLOG_CORES")]
+    pub cores: Option<usize>,
+
+    /// io_uring registered-buffer memory per shard, in bytes.
+    #[arg(long, env = "SHARDLOG_IO_MEMORY", default_value_t = 10 << 20)]
+    pub io_memory: usize,
+
+    /// io_uring submission ring depth (entries) per shard.
+    #[arg(long, env = "SHARDLOG_RING_DEPTH", default_value_t = 128)]
+    pub ring_depth: usize,
+
+    /// Largest request frame accepted, in bytes; a larger (or negative) length
+    /// closes the connection.
+    #[arg(long, env = "SHARDLOG_MAX_REQUEST_BYTES", default_value_t = 100 << 20)]
+    pub max_request_bytes: usize,
+
+    /// Create a topic on first Metadata or Produce naming it (Kafka
+    /// `auto.create.topics.enable`).
+    #[arg(long, env = "SHARDLOG_AUTO_CREATE_TOPICS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub auto_create_topics: bool,
+
+    /// Partitions of an auto-created topic (Kafka `num.partitions`).
+    #[arg(long, env = "SHARDLOG_DEFAULT_PARTITIONS", default_value_t = 1)]
+    pub default_partitions: i32,
+
+    /// Segment size in bytes before a new segment is rolled (Kafka `log.segment.bytes`).
+    #[arg(long, env = "SHARDLOG_SEGMENT_BYTES", default_value_t = 1 << 30)]
+    pub segment_bytes: u64,
+
+    /// Bytes of batches between two sparse index entries (Kafka `log.index.interval.bytes`).
+    #[arg(long, env = "SHARDLOG_INDEX_INTERVAL_BYTES", default_value_t = 4096)]
+    pub index_interval_bytes: u64,
+
+    /// Largest record batch accepted, in bytes (Kafka `message.max.bytes`).
+    #[arg(long, env = "SHARDLOG_MAX_MESSAGE_BYTES", default_value_t = 1_048_588)]
+    pub max_message_bytes: i32,
+
+    /// When segment writes are made durable.
+    #[arg(long, env = "SHARDLOG_FLUSH", value_enum, default_value_t = FlushPolicy::Interval)]
+    pub flush: FlushPolicy,
+
+    /// Period of fdatasync under `--flush interval`, in ms.
+    #[arg(long, env = "SHARDLOG_FLUSH_INTERVAL_MS", default_value_t = 1000)]
+    pub flush_interval_ms: u64,
+
+    /// Bytes of recent batches each partition keeps in memory for tail fetches.
+    #[arg(long, env = "SHARDLOG_PARTITION_CACHE_BYTES", default_value_t = 4 << 20)]
+    pub partition_cache_bytes: usize,
+
+    /// Log filter (tracing `EnvFilter` syntax), e.g. `info` or `shardlog=debug`.
+    #[arg(long, env = "SHARDLOG_LOG", default_value = "info")]
+    pub log: String,
+}
+
+impl Config {
+    /// The `host:port` clients are told to connect to.
+    pub fn advertised(&self) -> (String, i32) {
+        if let Some(a) = &self.advertised_listener {
+            if let Some((h, p)) = a.rsplit_once(':') {
+                if let Ok(port) = p.parse::<i32>() {
+                    return (h.trim_matches(|c| c == '[' || c == ']').to_string(), port);
+                }
+            }
+            return (a.clone(), self.listen.port() as i32);
+        }
+        (self.listen.ip().to_string(), self.listen.port() as i32)
+    }
+}
