@@ -8,13 +8,14 @@
 //! | module | owns |
 //! | --- | --- |
 //! | [`config`] | the clap `Config`: every flag with its unit, default and `SHARDLOG_*` env fallback |
-//! | [`error`] | internal errors and their mapping to Kafka error codes |
 //! | [`protocol`] | no I/O: frame limits, request header decode, the record batch header view |
 //! | [`net`] | per-core listener and `Connection`: frames in, responses out in request order |
 //! | [`handlers`] | one file per Kafka API: decode -> validate -> route -> respond; the API registry |
 //! | [`shard`] | `ShardTable` (partition -> owning shard) and the typed cross-core messages |
 //! | [`log`] | `PartitionLog`: segments, offset and time index, batch cache, recovery, producer state |
 //! | [`metadata`] | the topic catalog: names, ids, partitions, configs, placement; persisted |
+//! | [`topic_config`] | topic config names, defaults, validation, and the resolved per-topic values |
+//! | [`shutdown`] | the SIGINT/SIGTERM flag and the cross-shard drain barrier |
 //! | [`coordinator`] | consumer group coordinator and committed offsets |
 //!
 //! ## Invariants
@@ -34,10 +35,11 @@
 
 pub mod config;
 pub mod coordinator;
-pub mod error;
 pub mod handlers;
 pub mod log;
 pub mod metadata;
 pub mod net;
 pub mod protocol;
 pub mod shard;
+pub mod shutdown;
+pub mod topic_config;

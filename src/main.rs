@@ -1,3 +1,164 @@
-fn main() {
-    println!("Hello, world!");
+//! The `shardlog` binary: parse the config, raise RLIMIT_MEMLOCK, start one pinned
+//! glommio executor per core, wait for SIGINT/SIGTERM, shut down cleanly (exit 0).
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Parser;
+use glommio::channels::channel_mesh::MeshBuilder;
+use glommio::net::TcpListener;
+use glommio::{LocalExecutorPoolBuilder, PoolPlacement};
+use nix::sys::resource::{getrlimit, setrlimit, Resource, RLIM_INFINITY};
+use nix::sys::signal::{SigSet, Signal};
+
+use shardlog::config::Config;
+use shardlog::shard::{serve::serve_mesh, Shard, ShardRequest};
+use shardlog::shutdown::Shutdown;
+
+/// Capacity of each shard-to-shard channel, in messages.
+const MESH_CHANNEL_CAPACITY: usize = 1024;
+
+fn main() -> ExitCode {
+    let config = Arc::new(Config::parse());
+    let filter = tracing_subscriber::EnvFilter::try_new(&config.log).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr).init();
+
+    raise_memlock();
+    if let Err(e) = std::fs::create_dir_all(&config.data_dir) {
+        tracing::error!(dir = %config.data_dir.display(), error = %e, "cannot create the data dir");
+        return ExitCode::FAILURE;
+    }
+
+    // Block the signals before any executor thread starts (threads inherit the mask),
+    // so only the signal thread below receives them.
+    let mut signals = SigSet::empty();
+    signals.add(Signal::SIGINT);
+    signals.add(Signal::SIGTERM);
+    if let Err(e) = signals.thread_block() {
+        tracing::error!(error = %e, "cannot block signals");
+        return ExitCode::FAILURE;
+    }
+
+    let cpus = core_affinity::get_core_ids().map(|c| c.len()).unwrap_or(1).max(1);
+    let nr_shards = config.cores.unwrap_or(cpus).max(1);
+    let placement = if nr_shards <= cpus {
+        PoolPlacement::MaxSpread(nr_shards, None)
+    } else {
+        tracing::warn!(nr_shards, cpus, "more shards than CPUs: executors are not pinned");
+        PoolPlacement::Unbound(nr_shards)
+    };
+    tracing::info!(
+        nr_shards,
+        listen = %config.listen,
+        data_dir = %config.data_dir.display(),
+        io_memory = config.io_memory,
+        ring_depth = config.ring_depth,
+        "starting shardlog"
+    );
+
+    let shutdown = Shutdown::default();
+    let mesh = MeshBuilder::<ShardRequest, _>::full(nr_shards, MESH_CHANNEL_CAPACITY);
+    let pool = {
+        let config = config.clone();
+        let shutdown = shutdown.clone();
+        LocalExecutorPoolBuilder::new(placement)
+            .name("shard")
+            .io_memory(config.io_memory)
+            .ring_depth(config.ring_depth)
+            .on_all_shards(move || run_shard(config.clone(), mesh.clone(), shutdown.clone(), nr_shards))
+    };
+    let pool = match pool {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot start the executors");
+            return ExitCode::FAILURE;
+        }
+    };
+
+    {
+        let shutdown = shutdown.clone();
+        std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || match signals.wait() {
+                Ok(sig) => {
+                    tracing::info!(signal = ?sig, "shutting down");
+                    shutdown.request();
+                }
+                Err(e) => tracing::error!(error = %e, "waiting for signals failed"),
+            })
+            .ok();
+    }
+
+    let mut ok = true;
+    for result in pool.join_all() {
+        match result {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::error!(error = %e, "shard failed");
+                ok = false;
+            }
+            Err(e) => {
+                tracing::error!(error = ?e, "shard panicked");
+                ok = false;
+            }
+        }
+    }
+    if ok {
+        tracing::info!("stopped cleanly");
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// One shard's whole life: join the mesh, open its logs, serve, drain, close.
+async fn run_shard(
+    config: Arc<Config>,
+    mesh: MeshBuilder<ShardRequest, glommio::channels::channel_mesh::Full>,
+    shutdown: Shutdown,
+    nr_shards: usize,
+) -> Result<(), String> {
+    let (senders, receivers) = mesh.join().await.map_err(|_| "joining the shard mesh failed".to_string())?;
+    let id = senders.peer_id();
+    let listener = TcpListener::bind(config.listen).map_err(|e| format!("shard {id}: cannot listen on {}: {e}", config.listen));
+    let shard = Shard::start(id, nr_shards, config.clone(), senders).await.map_err(|e| format!("shard {id}: {e}"));
+    let (listener, shard) = match (listener, shard) {
+        (Ok(l), Ok(s)) => (l, s),
+        (Err(e), _) | (_, Err(e)) => {
+            // Make the other shards stop too: a broker without all its shards is broken.
+            shutdown.request();
+            return Err(e);
+        }
+    };
+    let mesh_task = glommio::spawn_local(serve_mesh(shard.clone(), receivers));
+    tracing::info!(shard = id, listen = %config.listen, "shard ready");
+
+    shardlog::net::listener::run(shard.clone(), listener, shutdown.clone()).await;
+    shutdown.drained(nr_shards).await;
+    shard.close_logs().await;
+    shard.close_mesh();
+    mesh_task.await;
+    tracing::debug!(shard = id, "shard stopped");
+    Ok(())
+}
+
+/// glommio registers its io memory with io_uring when RLIMIT_MEMLOCK allows; raise
+/// the soft limit as far as we may and log what we got.
+fn raise_memlock() {
+    let before = getrlimit(Resource::RLIMIT_MEMLOCK);
+    let raised = setrlimit(Resource::RLIMIT_MEMLOCK, RLIM_INFINITY, RLIM_INFINITY)
+        .or_else(|_| match before {
+            Ok((_, hard)) => setrlimit(Resource::RLIMIT_MEMLOCK, hard, hard),
+            Err(e) => Err(e),
+        });
+    match (raised, getrlimit(Resource::RLIMIT_MEMLOCK)) {
+        (_, Ok((soft, _))) if soft == RLIM_INFINITY => tracing::info!("RLIMIT_MEMLOCK raised to unlimited"),
+        (_, Ok((soft, hard))) => tracing::info!(
+            memlock_bytes = soft,
+            memlock_hard_bytes = hard,
+            "RLIMIT_MEMLOCK could not be raised further; glommio skips buffer registration if its io memory does not fit"
+        ),
+        (_, Err(e)) => tracing::warn!(error = %e, "cannot read RLIMIT_MEMLOCK"),
+    }
 }

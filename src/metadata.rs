@@ -1,1 +1,293 @@
-//! metadata
+//! The topic catalog: every topic's name, id, partitions and their owning shard,
+//! and per-topic config overrides.
+//!
+//! Shard 0 alone changes the catalog (and persists it to `<data-dir>/meta/topics.json`
+//! by writing a temporary file and renaming it); every shard holds its own read-only
+//! copy, replaced by a `ShardRequest::CatalogChanged` message after each change.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::protocol::topic_name::{collision_key, validate_topic_name};
+
+/// One topic of the catalog.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicMeta {
+    pub name: String,
+    /// Kafka topic id (KIP-516), random at creation.
+    pub id: Uuid,
+    /// Owning shard of each partition, indexed by partition number.
+    pub partition_shards: Vec<usize>,
+    /// Config overrides set at creation (validated names and values).
+    pub configs: BTreeMap<String, String>,
+}
+
+/// Why a catalog change was refused, with the Kafka error it maps to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CatalogError {
+    /// TOPIC_ALREADY_EXISTS (36)
+    TopicAlreadyExists(String),
+    /// INVALID_TOPIC_EXCEPTION (17)
+    InvalidTopic(String),
+    /// INVALID_PARTITIONS (37)
+    InvalidPartitions(String),
+    /// UNKNOWN_TOPIC_OR_PARTITION (3)
+    UnknownTopic(String),
+    /// UNKNOWN_TOPIC_ID (100)
+    UnknownTopicId(String),
+}
+
+impl CatalogError {
+    /// The Kafka error code of this error.
+    pub fn code(&self) -> i16 {
+        match self {
+            CatalogError::TopicAlreadyExists(_) => 36,
+            CatalogError::InvalidTopic(_) => 17,
+            CatalogError::InvalidPartitions(_) => 37,
+            CatalogError::UnknownTopic(_) => 3,
+            CatalogError::UnknownTopicId(_) => 100,
+        }
+    }
+
+    /// The human-readable message for the response's error message field.
+    pub fn message(&self) -> &str {
+        match self {
+            CatalogError::TopicAlreadyExists(m)
+            | CatalogError::InvalidTopic(m)
+            | CatalogError::InvalidPartitions(m)
+            | CatalogError::UnknownTopic(m)
+            | CatalogError::UnknownTopicId(m) => m,
+        }
+    }
+}
+
+/// The catalog itself. Cloned per shard; a plain value with no I/O except
+/// [`Catalog::load`] and [`Catalog::save`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Catalog {
+    /// Topics by name.
+    pub topics: BTreeMap<String, TopicMeta>,
+    /// Cluster id returned in Metadata and DescribeCluster (KIP-78), fixed at first start.
+    pub cluster_id: String,
+    /// Bumped by every change, so a shard never replaces a newer copy with an older one.
+    #[serde(default)]
+    pub version: u64,
+}
+
+/// Largest partition count accepted for one topic.
+pub const MAX_PARTITIONS: i32 = 100_000;
+
+impl Catalog {
+    /// Path of the catalog file under the data dir.
+    pub fn path(data_dir: &Path) -> PathBuf {
+        data_dir.join("meta").join("topics.json")
+    }
+
+    /// Reads the catalog, or a new empty one (with a fresh cluster id) when none exists.
+    pub fn load(data_dir: &Path) -> io::Result<Catalog> {
+        match std::fs::read(Self::path(data_dir)) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Catalog {
+                topics: BTreeMap::new(),
+                cluster_id: cluster_id_from(Uuid::new_v4()),
+                version: 0,
+            }),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Writes the catalog durably: temporary file, fsync, rename, fsync of the dir.
+    pub fn save(&self, data_dir: &Path) -> io::Result<()> {
+        let path = Self::path(data_dir);
+        let dir = path.parent().expect("catalog path has a parent");
+        std::fs::create_dir_all(dir)?;
+        let tmp = dir.join("topics.json.tmp");
+        let bytes = serde_json::to_vec_pretty(self).map_err(|e| io::Error::new(io::ErrorKind::Other, e))?;
+        {
+            use std::io::Write;
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(&bytes)?;
+            f.sync_all()?;
+        }
+        std::fs::rename(&tmp, &path)?;
+        std::fs::File::open(dir)?.sync_all()
+    }
+
+    /// Moves partitions placed on shards that no longer exist (the broker restarted
+    /// with fewer `--cores`) to `shard % nr_shards`. Deterministic, so every shard
+    /// computes the same table from the same file.
+    pub fn fit_to_shards(&mut self, nr_shards: usize) {
+        let nr_shards = nr_shards.max(1);
+        for t in self.topics.values_mut() {
+            for s in t.partition_shards.iter_mut() {
+                *s %= nr_shards;
+            }
+        }
+    }
+
+    /// The topic named `name`.
+    pub fn topic(&self, name: &str) -> Option<&TopicMeta> {
+        self.topics.get(name)
+    }
+
+    /// The topic whose id is `id`.
+    pub fn topic_by_id(&self, id: Uuid) -> Option<&TopicMeta> {
+        self.topics.values().find(|t| t.id == id)
+    }
+
+    /// Owning shard of `topic`/`partition`, if both exist.
+    pub fn owner(&self, topic: &str, partition: i32) -> Option<usize> {
+        let t = self.topics.get(topic)?;
+        usize::try_from(partition).ok().and_then(|p| t.partition_shards.get(p).copied())
+    }
+
+    /// Checks that `name` could be created with `partitions` partitions.
+    pub fn check_new_topic(&self, name: &str, partitions: i32) -> Result<(), CatalogError> {
+        validate_topic_name(name).map_err(CatalogError::InvalidTopic)?;
+        if self.topics.contains_key(name) {
+            return Err(CatalogError::TopicAlreadyExists(format!("Topic '{name}' already exists.")));
+        }
+        let key = collision_key(name);
+        if let Some(other) = self.topics.keys().find(|t| collision_key(t) == key) {
+            return Err(CatalogError::InvalidTopic(format!(
+                "Topic '{name}' collides with existing topic: {other}"
+            )));
+        }
+        if partitions <= 0 || partitions > MAX_PARTITIONS {
+            return Err(CatalogError::InvalidPartitions(format!(
+                "Number of partitions must be between 1 and {MAX_PARTITIONS}, got {partitions}."
+            )));
+        }
+        Ok(())
+    }
+
+    /// Adds a topic, placing each partition on the shard that owns the fewest
+    /// partitions so far (lowest shard id on ties). Returns the new topic.
+    pub fn create_topic(
+        &mut self,
+        name: &str,
+        partitions: i32,
+        configs: BTreeMap<String, String>,
+        nr_shards: usize,
+    ) -> Result<&TopicMeta, CatalogError> {
+        self.check_new_topic(name, partitions)?;
+        let partition_shards = self.place(partitions as usize, nr_shards);
+        let meta = TopicMeta { name: name.to_string(), id: Uuid::new_v4(), partition_shards, configs };
+        self.topics.insert(name.to_string(), meta);
+        Ok(&self.topics[name])
+    }
+
+    /// Grows `name` to `total` partitions (CreatePartitions).
+    pub fn create_partitions(&mut self, name: &str, total: i32, nr_shards: usize) -> Result<(), CatalogError> {
+        let current = match self.topics.get(name) {
+            Some(t) => t.partition_shards.len() as i32,
+            None => {
+                return Err(CatalogError::UnknownTopic(format!("Topic '{name}' does not exist.")));
+            }
+        };
+        if total <= current {
+            return Err(CatalogError::InvalidPartitions(format!(
+                "Topic currently has {current} partitions, which is higher than the requested {total}."
+            )));
+        }
+        if total > MAX_PARTITIONS {
+            return Err(CatalogError::InvalidPartitions(format!(
+                "Number of partitions must be at most {MAX_PARTITIONS}, got {total}."
+            )));
+        }
+        let extra = self.place((total - current) as usize, nr_shards);
+        if let Some(t) = self.topics.get_mut(name) {
+            t.partition_shards.extend(extra);
+        }
+        Ok(())
+    }
+
+    /// Removes a topic, returning it.
+    pub fn delete_topic(&mut self, name: &str) -> Result<TopicMeta, CatalogError> {
+        self.topics
+            .remove(name)
+            .ok_or_else(|| CatalogError::UnknownTopic(format!("Topic '{name}' does not exist.")))
+    }
+
+    fn place(&self, count: usize, nr_shards: usize) -> Vec<usize> {
+        let nr_shards = nr_shards.max(1);
+        let mut load = vec![0usize; nr_shards];
+        for t in self.topics.values() {
+            for &s in &t.partition_shards {
+                if s < nr_shards {
+                    load[s] += 1;
+                }
+            }
+        }
+        (0..count)
+            .map(|_| {
+                let (shard, _) = load.iter().enumerate().min_by_key(|(i, l)| (**l, *i)).expect("at least one shard");
+                load[shard] += 1;
+                shard
+            })
+            .collect()
+    }
+}
+
+/// Kafka cluster ids are a UUID in URL-safe base64 without padding (22 characters).
+fn cluster_id_from(id: Uuid) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let bytes = id.as_bytes();
+    let mut out = String::with_capacity(22);
+    let mut acc: u32 = 0;
+    let mut bits = 0;
+    for &b in bytes {
+        acc = (acc << 8) | b as u32;
+        bits += 8;
+        while bits >= 6 {
+            bits -= 6;
+            out.push(ALPHABET[((acc >> bits) & 63) as usize] as char);
+        }
+    }
+    if bits > 0 {
+        out.push(ALPHABET[((acc << (6 - bits)) & 63) as usize] as char);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placement_is_fewest_partitions_first() {
+        let mut c = Catalog::default();
+        c.create_topic("a", 3, BTreeMap::new(), 2).unwrap();
+        assert_eq!(c.topic("a").unwrap().partition_shards, vec![0, 1, 0]);
+        c.create_topic("b", 3, BTreeMap::new(), 2).unwrap();
+        assert_eq!(c.topic("b").unwrap().partition_shards, vec![1, 0, 1]);
+        c.create_partitions("a", 4, 2).unwrap();
+        assert_eq!(c.topic("a").unwrap().partition_shards, vec![0, 1, 0, 0]);
+    }
+
+    #[test]
+    fn creation_errors_carry_kafka_codes() {
+        let mut c = Catalog::default();
+        c.create_topic("a.b", 1, BTreeMap::new(), 1).unwrap();
+        assert_eq!(c.create_topic("a.b", 1, BTreeMap::new(), 1).unwrap_err().code(), 36);
+        assert_eq!(c.create_topic("a_b", 1, BTreeMap::new(), 1).unwrap_err().code(), 17);
+        assert_eq!(c.create_topic("bad name", 1, BTreeMap::new(), 1).unwrap_err().code(), 17);
+        assert_eq!(c.create_topic("z", 0, BTreeMap::new(), 1).unwrap_err().code(), 37);
+        assert_eq!(c.create_partitions("a.b", 1, 1).unwrap_err().code(), 37);
+        assert_eq!(c.delete_topic("nope").unwrap_err().code(), 3);
+    }
+
+    #[test]
+    fn catalog_survives_save_and_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Catalog::load(dir.path()).unwrap();
+        assert_eq!(c.cluster_id.len(), 22);
+        c.create_topic("t", 2, BTreeMap::from([("retention.ms".into(), "1000".into())]), 2).unwrap();
+        c.save(dir.path()).unwrap();
+        assert_eq!(Catalog::load(dir.path()).unwrap(), c);
+    }
+}

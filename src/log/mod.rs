@@ -1,1 +1,658 @@
-//! log
+//! The storage engine of one partition: [`PartitionLog`].
+//!
+//! A partition log lives on exactly one shard (one glommio executor, one thread) and is
+//! only touched there; it is `!Send` (`Rc`, `Cell`, `RefCell` inside) and never holds a
+//! `RefCell` borrow across an `.await`.
+//!
+//! ## Write path (group commit)
+//! [`PartitionLog::append`] is synchronous in memory: sequence check, offset assignment
+//! (rewrites the base offset, optionally LogAppendTime), push to the tail cache and to a
+//! pending queue; then it awaits the high watermark. A per-partition writer task drains
+//! the queue into one aligned DMA buffer per write (re-writing the partial last block
+//! from its aligned start), writes it, `fdatasync`s under [`FlushPolicy::Always`], then
+//! advances the high watermark and wakes appenders and Fetch long-polls. Under
+//! [`FlushPolicy::Interval`] a timer task `fdatasync`s every `flush_interval_ms`.
+//!
+//! ## Files (see `DESIGN.md`, "Storage layout")
+//! `<dir>/<base offset:020>.log` (batches verbatim), `.index` (relative offset u32 ->
+//! position u32), `.timeindex` (max timestamp i64 -> relative offset u32), and
+//! `producer.snapshot` (idempotent producer state, written at roll and close).
+
+pub mod cache;
+pub mod index;
+pub mod producer_state;
+pub mod recovery;
+pub mod segment;
+pub mod watch;
+
+#[cfg(test)]
+mod tests;
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::future::Future;
+use std::io;
+use std::path::PathBuf;
+use std::rc::{Rc, Weak};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+
+use crate::config::FlushPolicy;
+use crate::protocol::batch::{self, RecordBatchHeader};
+use cache::{BatchCache, CachedBatch};
+use producer_state::{ProducerState, SeqCheck};
+use segment::{write_atomic, Segment};
+use watch::{HwWatch, Notify};
+
+/// Largest single DMA write the writer task issues (more pending data -> several writes).
+const MAX_WRITE_BYTES: usize = 4 << 20;
+
+/// Per-partition storage settings (Kafka topic configs in parentheses).
+#[derive(Debug, Clone)]
+pub struct LogConfig {
+    /// Roll a new segment once the active one would exceed this many bytes
+    /// (`segment.bytes`). Clamped to 2 GiB (index positions are u32).
+    pub segment_bytes: u64,
+    /// Bytes of batches between two sparse index entries (`index.interval.bytes`).
+    pub index_interval_bytes: u64,
+    /// When writes are made durable.
+    pub flush: FlushPolicy,
+    /// Period of the background fdatasync under [`FlushPolicy::Interval`], ms.
+    pub flush_interval_ms: u64,
+    /// Byte budget of the in-memory tail cache.
+    pub cache_bytes: usize,
+    /// `message.timestamp.type=LogAppendTime`: the broker stamps each batch's max
+    /// timestamp with the append time.
+    pub log_append_time: bool,
+}
+
+/// Result of a successful append (ProduceResponse partition fields).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendInfo {
+    /// Offset assigned to the first record.
+    pub base_offset: i64,
+    /// Offset assigned to the last record.
+    pub last_offset: i64,
+    /// Append time in ms under LogAppendTime, else -1.
+    pub log_append_time: i64,
+    /// The partition's log start offset.
+    pub log_start_offset: i64,
+}
+
+/// Why an append failed.
+#[derive(Debug)]
+pub enum AppendError {
+    /// Idempotent sequence gap, or a new epoch not starting at sequence 0.
+    OutOfOrderSequence,
+    /// Producer epoch older than the one already seen (fenced).
+    InvalidProducerEpoch,
+    /// The write failed, or the log is closed / failed.
+    Io(io::Error),
+}
+
+impl AppendError {
+    /// Kafka error code: OUT_OF_ORDER_SEQUENCE_NUMBER (45), INVALID_PRODUCER_EPOCH (47),
+    /// KAFKA_STORAGE_ERROR (56).
+    pub fn error_code(&self) -> i16 {
+        match self {
+            AppendError::OutOfOrderSequence => 45,
+            AppendError::InvalidProducerEpoch => 47,
+            AppendError::Io(_) => 56,
+        }
+    }
+}
+
+impl std::fmt::Display for AppendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AppendError::OutOfOrderSequence => write!(f, "out of order sequence number"),
+            AppendError::InvalidProducerEpoch => write!(f, "invalid producer epoch"),
+            AppendError::Io(e) => write!(f, "storage error: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for AppendError {}
+
+/// Why a read failed.
+#[derive(Debug)]
+pub enum ReadError {
+    /// `offset < log_start_offset` or `offset > high_watermark` (Kafka
+    /// OFFSET_OUT_OF_RANGE, 1).
+    OffsetOutOfRange,
+    /// Reading the segment failed (KAFKA_STORAGE_ERROR, 56).
+    Io(io::Error),
+}
+
+impl ReadError {
+    /// Kafka error code: OFFSET_OUT_OF_RANGE (1) or KAFKA_STORAGE_ERROR (56).
+    pub fn error_code(&self) -> i16 {
+        match self {
+            ReadError::OffsetOutOfRange => 1,
+            ReadError::Io(_) => 56,
+        }
+    }
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::OffsetOutOfRange => write!(f, "offset out of range"),
+            ReadError::Io(e) => write!(f, "storage error: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+/// A batch accepted in memory, waiting for the writer task.
+struct Pending {
+    data: Bytes,
+    header: RecordBatchHeader,
+    /// Start a new segment (based at this batch) before writing it.
+    roll: bool,
+}
+
+/// State changed synchronously by `append` (never borrowed across an await).
+struct State {
+    /// Log end offset: next offset to assign (>= high watermark).
+    leo: i64,
+    /// Bytes the active segment will hold once the pending queue is written.
+    planned_size: u64,
+    /// Base offset of the segment the next batch goes to (unless it rolls).
+    planned_base: i64,
+    pending: VecDeque<Pending>,
+    producers: ProducerState,
+    cache: BatchCache,
+}
+
+/// The storage engine of one partition. Lives on the partition's owning shard only
+/// (`!Send`); shared there as `Rc<PartitionLog>`.
+pub struct PartitionLog {
+    dir: PathBuf,
+    config: LogConfig,
+    watch: Rc<HwWatch>,
+    writer_wake: Rc<Notify>,
+    state: RefCell<State>,
+    /// Segments in offset order; the last is active. Only the writer task pushes.
+    segments: RefCell<Vec<Rc<Segment>>>,
+    log_start: Cell<i64>,
+    /// (max timestamp, last offset of its batch) over the written log.
+    max_ts: Cell<Option<(i64, i64)>>,
+    closed: Cell<bool>,
+    /// Set when a write failed; the log then refuses appends.
+    failed: RefCell<Option<(io::ErrorKind, String)>>,
+    /// Data written since the last fdatasync (Interval policy).
+    dirty: Cell<bool>,
+}
+
+impl std::fmt::Debug for PartitionLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PartitionLog")
+            .field("dir", &self.dir)
+            .field("log_start_offset", &self.log_start.get())
+            .field("high_watermark", &self.watch.get())
+            .finish()
+    }
+}
+
+impl PartitionLog {
+    /// Opens (recovering) or creates the log in `dir` (created if missing), and starts
+    /// its writer task (and flush timer under [`FlushPolicy::Interval`]) on the current
+    /// shard. Must be called inside a glommio executor.
+    pub async fn open(dir: PathBuf, mut config: LogConfig) -> io::Result<Rc<PartitionLog>> {
+        config.segment_bytes = config.segment_bytes.clamp(4096, 2 << 30);
+        config.index_interval_bytes = config.index_interval_bytes.max(1);
+        let rec = recovery::recover(&dir, config.index_interval_bytes).await?;
+        let active = rec.segments.last().unwrap().clone();
+        let leo = active.next_offset.get();
+        let log = Rc::new(PartitionLog {
+            watch: Rc::new(HwWatch::new(leo)),
+            writer_wake: Rc::new(Notify::default()),
+            state: RefCell::new(State {
+                leo,
+                planned_size: active.size.get(),
+                planned_base: active.base_offset,
+                pending: VecDeque::new(),
+                producers: rec.producers,
+                cache: BatchCache::new(config.cache_bytes),
+            }),
+            log_start: Cell::new(rec.segments[0].base_offset),
+            segments: RefCell::new(rec.segments),
+            max_ts: Cell::new(rec.max_ts),
+            closed: Cell::new(false),
+            failed: RefCell::new(None),
+            dirty: Cell::new(false),
+            dir,
+            config,
+        });
+        glommio::spawn_local(writer_task(Rc::downgrade(&log), log.writer_wake.clone())).detach();
+        if log.config.flush == FlushPolicy::Interval {
+            let ms = log.config.flush_interval_ms.max(1);
+            glommio::spawn_local(flush_task(Rc::downgrade(&log), ms)).detach();
+        }
+        Ok(log)
+    }
+
+    /// The partition directory.
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+
+    /// The configuration in force (after clamping).
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+
+    fn io_error(&self) -> Option<io::Error> {
+        if let Some((kind, msg)) = &*self.failed.borrow() {
+            return Some(io::Error::new(*kind, msg.clone()));
+        }
+        if self.closed.get() {
+            return Some(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "partition log closed",
+            ));
+        }
+        None
+    }
+
+    /// Appends ONE record batch (already validated by the caller: magic 2, CRC ok, size
+    /// within limits). Assigns offsets (rewrites the base offset; under LogAppendTime
+    /// also stamps `now_ms` and recomputes the CRC), checks idempotent sequences, and
+    /// resolves when the batch is written (and fdatasync'ed under
+    /// [`FlushPolicy::Always`]), i.e. when it is below the high watermark. A duplicate of
+    /// one of a producer's last 5 batches returns the original offsets without appending.
+    /// Cancel-safe: once the first poll returns, the batch will be written even if this
+    /// future is dropped.
+    pub async fn append(&self, batch: Bytes, now_ms: i64) -> Result<AppendInfo, AppendError> {
+        if let Some(e) = self.io_error() {
+            return Err(AppendError::Io(e));
+        }
+        let h = RecordBatchHeader::parse(&batch).map_err(|e| {
+            AppendError::Io(io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
+        })?;
+        let info = {
+            let mut st = self.state.borrow_mut();
+            match st.producers.check(&h) {
+                SeqCheck::Fenced => return Err(AppendError::InvalidProducerEpoch),
+                SeqCheck::OutOfOrder => return Err(AppendError::OutOfOrderSequence),
+                SeqCheck::Duplicate(m) => AppendInfo {
+                    base_offset: m.base_offset,
+                    last_offset: m.last_offset,
+                    log_append_time: -1,
+                    log_start_offset: self.log_start.get(),
+                },
+                SeqCheck::Append => {
+                    let size = h.total_size();
+                    let mut buf = BytesMut::from(&batch[..size]);
+                    let base = st.leo;
+                    batch::set_base_offset(&mut buf, base);
+                    let lat = if self.config.log_append_time {
+                        batch::set_log_append_time(&mut buf, now_ms);
+                        now_ms
+                    } else {
+                        -1
+                    };
+                    let data = buf.freeze();
+                    let mut hdr = h;
+                    hdr.base_offset = base;
+                    if lat >= 0 {
+                        hdr.max_timestamp = lat;
+                        hdr.attributes |= batch::ATTR_LOG_APPEND_TIME;
+                    }
+                    st.producers.record(&hdr);
+                    let roll = st.planned_size > 0
+                        && (st.planned_size + size as u64 > self.config.segment_bytes
+                            || hdr.last_offset() - st.planned_base > u32::MAX as i64);
+                    if roll {
+                        st.planned_size = 0;
+                        st.planned_base = base;
+                    }
+                    st.planned_size += size as u64;
+                    st.leo = hdr.next_offset();
+                    st.cache.push(CachedBatch {
+                        base_offset: base,
+                        last_offset: hdr.last_offset(),
+                        data: data.clone(),
+                    });
+                    st.pending.push_back(Pending {
+                        data,
+                        header: hdr,
+                        roll,
+                    });
+                    self.writer_wake.notify();
+                    AppendInfo {
+                        base_offset: base,
+                        last_offset: hdr.last_offset(),
+                        log_append_time: lat,
+                        log_start_offset: self.log_start.get(),
+                    }
+                }
+            }
+        };
+        self.watch.wait_above(info.last_offset).await;
+        if self.watch.get() > info.last_offset {
+            Ok(info)
+        } else {
+            Err(AppendError::Io(
+                self.io_error()
+                    .unwrap_or_else(|| io::Error::other("append not written")),
+            ))
+        }
+    }
+
+    /// Whole stored batches starting with the batch that CONTAINS `offset`, up to
+    /// `max_bytes` total but always at least one whole batch if any exists at/after
+    /// `offset` (below the high watermark). Empty when `offset == high_watermark()`.
+    /// `OffsetOutOfRange` when `offset < log_start_offset()` or `> high_watermark()`.
+    /// Served from the tail cache (zero-copy for a single batch) or a DMA read of one
+    /// segment (a read never spans two segments).
+    pub async fn read(&self, offset: i64, max_bytes: usize) -> Result<Bytes, ReadError> {
+        let hw = self.watch.get();
+        if offset < self.log_start.get() || offset > hw {
+            return Err(ReadError::OffsetOutOfRange);
+        }
+        if offset == hw {
+            return Ok(Bytes::new());
+        }
+        let cached = self.state.borrow().cache.read(offset, max_bytes, hw);
+        if let Some(v) = cached {
+            return Ok(concat(v));
+        }
+        let segs: Vec<Rc<Segment>> = {
+            let s = self.segments.borrow();
+            let i = s.partition_point(|g| g.base_offset <= offset).max(1) - 1;
+            s[i..].to_vec()
+        };
+        for seg in segs {
+            if let Some(b) = seg
+                .read_from(offset, max_bytes, hw)
+                .await
+                .map_err(ReadError::Io)?
+            {
+                return Ok(b);
+            }
+        }
+        Ok(Bytes::new())
+    }
+
+    /// Exclusive high watermark: the next offset to be readable = end of the written
+    /// (under [`FlushPolicy::Always`]: fdatasync'ed) data.
+    pub fn high_watermark(&self) -> i64 {
+        self.watch.get()
+    }
+
+    /// Log end offset: next offset to be assigned (>= high watermark; greater while
+    /// writes are in flight).
+    pub fn log_end_offset(&self) -> i64 {
+        self.state.borrow().leo
+    }
+
+    /// First offset of the log (base offset of the oldest segment).
+    pub fn log_start_offset(&self) -> i64 {
+        self.log_start.get()
+    }
+
+    /// Resolves once `high_watermark() > offset` (Fetch long-poll), or when the log is
+    /// closed or failed. Cancel-safe (may be dropped by a timeout).
+    pub fn wait_for_data(&self, offset: i64) -> impl Future<Output = ()> + 'static {
+        self.watch.wait_above(offset)
+    }
+
+    /// ListOffsets by timestamp, batch precision: the base offset and max timestamp of
+    /// the first batch whose max timestamp is >= `ts_ms` (segment max timestamps pick the
+    /// segment, its time and offset indexes the start position, then headers are
+    /// walked). None if no written batch qualifies.
+    pub async fn offset_for_timestamp(&self, ts_ms: i64) -> io::Result<Option<(i64, i64)>> {
+        let hw = self.watch.get();
+        let segs: Vec<Rc<Segment>> = self.segments.borrow().clone();
+        for seg in segs {
+            if seg.max_ts.get().is_none_or(|(t, _)| t < ts_ms) {
+                continue;
+            }
+            let rel = seg.time_index.borrow().lookup(ts_ms);
+            let pos = seg.index.borrow().lookup(rel) as u64;
+            if let Some((_, h, _, _)) = seg
+                .find_batch(pos, hw, 0, |h| h.max_timestamp >= ts_ms)
+                .await?
+            {
+                return Ok(Some((h.base_offset, h.max_timestamp)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// ListOffsets -3 (KIP-734), batch precision: `(last offset, max timestamp)` of the
+    /// written batch with the largest max timestamp (the earliest such batch on ties).
+    /// None when the log is empty.
+    pub fn max_timestamp(&self) -> Option<(i64, i64)> {
+        self.max_ts.get().map(|(ts, off)| (off, ts))
+    }
+
+    /// Waits for pending writes, fdatasyncs, truncates the active segment to its logical
+    /// size, writes its indexes and the producer snapshot, closes the files. Later
+    /// appends fail with `AppendError::Io`; idempotent.
+    pub async fn close(&self) -> io::Result<()> {
+        if self.closed.replace(true) {
+            return Ok(());
+        }
+        let leo = self.state.borrow().leo;
+        self.writer_wake.notify();
+        self.watch.wait_above(leo - 1).await;
+        let res = self.finish_files().await;
+        self.watch.stop();
+        self.writer_wake.notify();
+        res
+    }
+
+    async fn finish_files(&self) -> io::Result<()> {
+        if let Some(e) = self.failed.borrow().as_ref() {
+            return Err(io::Error::new(e.0, e.1.clone()));
+        }
+        let active = self.active();
+        active.file.fdatasync().await.map_err(io::Error::from)?;
+        active
+            .file
+            .truncate(active.size.get())
+            .await
+            .map_err(io::Error::from)?;
+        active.finish_time_index();
+        active.save_indexes()?;
+        self.save_snapshot()?;
+        let segs: Vec<Rc<Segment>> = self.segments.borrow().clone();
+        for s in segs {
+            let f = s.file.clone();
+            drop(s);
+            let _ = f.close_rc().await;
+        }
+        Ok(())
+    }
+
+    /// Closes the log and removes its directory.
+    pub async fn delete(&self) -> io::Result<()> {
+        let _ = self.close().await;
+        match std::fs::remove_dir_all(&self.dir) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    fn active(&self) -> Rc<Segment> {
+        self.segments.borrow().last().unwrap().clone()
+    }
+
+    fn save_snapshot(&self) -> io::Result<()> {
+        let bytes = {
+            let st = self.state.borrow();
+            st.producers.encode_snapshot(st.leo)
+        };
+        write_atomic(&self.dir.join(recovery::SNAPSHOT_FILE), &bytes)
+    }
+
+    fn fail(&self, e: &io::Error) {
+        tracing::error!(dir = %self.dir.display(), error = %e, "partition log write failed");
+        *self.failed.borrow_mut() = Some((e.kind(), e.to_string()));
+        self.watch.stop();
+    }
+
+    /// Writer task body: writes everything pending, in groups of up to
+    /// [`MAX_WRITE_BYTES`], rolling segments where `append` decided to.
+    async fn drain(&self) -> io::Result<()> {
+        loop {
+            let (group, roll) = {
+                let mut st = self.state.borrow_mut();
+                let mut group: Vec<Pending> = Vec::new();
+                let mut bytes = 0usize;
+                let mut roll = false;
+                while let Some(p) = st.pending.front() {
+                    if !group.is_empty() && (p.roll || bytes + p.data.len() > MAX_WRITE_BYTES) {
+                        break;
+                    }
+                    roll |= p.roll;
+                    bytes += p.data.len();
+                    group.push(st.pending.pop_front().unwrap());
+                }
+                (group, roll)
+            };
+            if group.is_empty() {
+                return Ok(());
+            }
+            if roll {
+                self.roll(group[0].header.base_offset).await?;
+            }
+            let seg = self.active();
+            self.write_group(&seg, &group).await?;
+            if self.config.flush == FlushPolicy::Always {
+                seg.file.fdatasync().await.map_err(io::Error::from)?;
+            } else {
+                self.dirty.set(true);
+            }
+            for p in &group {
+                let h = &p.header;
+                if self.max_ts.get().is_none_or(|(t, _)| h.max_timestamp > t) {
+                    self.max_ts.set(Some((h.max_timestamp, h.last_offset())));
+                }
+            }
+            self.watch
+                .advance(group.last().unwrap().header.next_offset());
+        }
+    }
+
+    /// One DMA write: the partial last block followed by the group's batches, zero padded
+    /// to the alignment, at the aligned start of that block.
+    async fn write_group(&self, seg: &Segment, group: &[Pending]) -> io::Result<()> {
+        let align = seg.alignment() as usize;
+        let size = seg.size.get();
+        let start = size - size % align as u64;
+        let new_bytes: usize = group.iter().map(|p| p.data.len()).sum();
+        let tail_len = (size - start) as usize;
+        let used = tail_len + new_bytes;
+        let buf_len = used.div_ceil(align) * align;
+        let mut dma = seg.file.alloc_dma_buffer(buf_len);
+        let new_tail = {
+            let b = dma.as_bytes_mut();
+            b[..tail_len].copy_from_slice(&seg.tail.borrow());
+            let mut at = tail_len;
+            for p in group {
+                b[at..at + p.data.len()].copy_from_slice(&p.data);
+                at += p.data.len();
+            }
+            b[used..].fill(0);
+            b[used - used % align..used].to_vec()
+        };
+        let n = seg
+            .file
+            .write_at(dma, start)
+            .await
+            .map_err(io::Error::from)?;
+        if n < buf_len {
+            return Err(io::Error::new(
+                io::ErrorKind::WriteZero,
+                format!("short DMA write: {n} of {buf_len} bytes"),
+            ));
+        }
+        let mut pos = size;
+        for p in group {
+            seg.note_batch(pos, &p.header, self.config.index_interval_bytes);
+            pos += p.data.len() as u64;
+        }
+        seg.size.set(pos);
+        *seg.tail.borrow_mut() = new_tail;
+        Ok(())
+    }
+
+    /// Seals the active segment (truncate padding, sync, final time index entry, index
+    /// files, producer snapshot) and starts a new one based at `base`.
+    async fn roll(&self, base: i64) -> io::Result<()> {
+        let old = self.active();
+        old.file
+            .truncate(old.size.get())
+            .await
+            .map_err(io::Error::from)?;
+        if self.config.flush != FlushPolicy::Never {
+            old.file.fdatasync().await.map_err(io::Error::from)?;
+        }
+        old.finish_time_index();
+        old.save_indexes()?;
+        old.tail.borrow_mut().clear();
+        let seg = Rc::new(Segment::create(&self.dir, base).await?);
+        if self.config.flush == FlushPolicy::Always {
+            std::fs::File::open(&self.dir)?.sync_all()?;
+        }
+        self.segments.borrow_mut().push(seg);
+        self.save_snapshot()?;
+        tracing::debug!(dir = %self.dir.display(), base, "rolled segment");
+        Ok(())
+    }
+}
+
+/// Concatenates batches (zero-copy when there is one).
+fn concat(mut v: Vec<Bytes>) -> Bytes {
+    if v.len() == 1 {
+        return v.pop().unwrap();
+    }
+    let mut out = BytesMut::with_capacity(v.iter().map(|b| b.len()).sum());
+    for b in v {
+        out.extend_from_slice(&b);
+    }
+    out.freeze()
+}
+
+/// The per-partition writer: sleeps until `append` notifies, then drains. Holds only a
+/// weak reference while idle, so dropping the last `Rc<PartitionLog>` ends it.
+async fn writer_task(log: Weak<PartitionLog>, wake: Rc<Notify>) {
+    loop {
+        wake.wait().await;
+        let Some(log) = log.upgrade() else { return };
+        if log.failed.borrow().is_some() {
+            return;
+        }
+        if let Err(e) = log.drain().await {
+            log.fail(&e);
+            return;
+        }
+        if log.closed.get() && log.state.borrow().pending.is_empty() {
+            return;
+        }
+    }
+}
+
+/// Background fdatasync of the active segment every `ms` (FlushPolicy::Interval).
+async fn flush_task(log: Weak<PartitionLog>, ms: u64) {
+    loop {
+        glommio::timer::sleep(Duration::from_millis(ms)).await;
+        let Some(log) = log.upgrade() else { return };
+        if log.closed.get() || log.failed.borrow().is_some() {
+            return;
+        }
+        if log.dirty.replace(false) {
+            let seg = log.active();
+            if let Err(e) = seg.file.fdatasync().await {
+                log.fail(&io::Error::from(e));
+                return;
+            }
+        }
+    }
+}

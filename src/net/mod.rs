@@ -1,1 +1,7 @@
-//! net
+//! The network layer of one shard: the SO_REUSEPORT listener ([`listener`]) and
+//! each client [`connection`]. Frames are read into `Bytes`, dispatched to
+//! [`crate::handlers`], and responses written strictly in request order.
+
+pub mod connection;
+pub mod listener;
+mod split;

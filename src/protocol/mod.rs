@@ -1,1 +1,7 @@
-//! protocol
+//! The Kafka wire format, without I/O: frame limits, request header decode, topic
+//! name rules and the record batch header view. Nothing here imports glommio, so it
+//! can be unit-tested and fuzzed on its own.
+
+pub mod batch;
+pub mod frame;
+pub mod topic_name;

@@ -1,3 +1,4 @@
+#![allow(dead_code)]
 //! Implementation of [the Kafka wire protocol](https://kafka.apache.org/protocol.html) in Rust.
 //!
 //! This library follows the approach of the Kafka project and generates the protocol through

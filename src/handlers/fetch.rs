@@ -1,0 +1,207 @@
+//! Fetch (key 1): whole stored record batches from each partition's owner, long-
+//! polling up to `max_wait_ms` for `min_bytes`. Batches go out as stored (no
+//! re-encoding); a partition read always yields at least one whole batch when data
+//! exists, even above the byte limits.
+//!
+//! Fetch sessions (KIP-227) are declined: every response carries session id 0, so
+//! clients keep sending full fetches; an incremental fetch naming a session gets
+//! FETCH_SESSION_ID_NOT_FOUND (70).
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_channel::oneshot;
+use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::{FetchRequest, FetchResponse, ResponseKind, TopicName};
+
+use super::{Ctx, Outcome, Versions};
+use crate::protocol::batch::BatchIter;
+use crate::shard::messages::PartitionRead;
+use crate::shard::{Shard, ShardRequest};
+
+pub const VERSIONS: Versions = Versions { min: 4, max: 18 };
+
+const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+const FETCH_SESSION_ID_NOT_FOUND: i16 = 70;
+const UNKNOWN_TOPIC_ID: i16 = 100;
+
+/// One requested partition, resolved against the catalog.
+struct Wanted {
+    topic_index: usize,
+    partition: i32,
+    offset: i64,
+    max_bytes: usize,
+    /// (topic name, owning shard), or the error to answer with.
+    target: Result<(TopicName, usize), i16>,
+}
+
+/// Starts a Fetch; the long poll runs in the deferred phase.
+pub async fn handle(ctx: Ctx, request: FetchRequest) -> Outcome {
+    let v = ctx.api_version;
+    if request.session_id != 0 {
+        let r = FetchResponse::default().with_error_code(FETCH_SESSION_ID_NOT_FOUND);
+        return Outcome::Respond(ResponseKind::Fetch(r));
+    }
+    let catalog = ctx.shard.catalog();
+    let mut headers = Vec::with_capacity(request.topics.len());
+    let mut wanted = Vec::new();
+    for (ti, t) in request.topics.iter().enumerate() {
+        let meta = if v >= 13 { catalog.topic_by_id(t.topic_id) } else { catalog.topic(t.topic.as_str()) };
+        let mut header = FetchableTopicResponse::default();
+        if v >= 13 {
+            header.topic_id = t.topic_id;
+        } else {
+            header.topic = t.topic.clone();
+        }
+        headers.push(header);
+        for p in &t.partitions {
+            let target = match meta {
+                None if v >= 13 => Err(UNKNOWN_TOPIC_ID),
+                None => Err(UNKNOWN_TOPIC_OR_PARTITION),
+                Some(meta) => match catalog.owner(&meta.name, p.partition) {
+                    Some(owner) => Ok((Shard::topic_name(&meta.name), owner)),
+                    None => Err(UNKNOWN_TOPIC_OR_PARTITION),
+                },
+            };
+            wanted.push(Wanted {
+                topic_index: ti,
+                partition: p.partition,
+                offset: p.fetch_offset,
+                max_bytes: p.partition_max_bytes.max(0) as usize,
+                target,
+            });
+        }
+    }
+    let max_bytes = request.max_bytes.max(0) as usize;
+    let min_bytes = request.min_bytes.max(0) as usize;
+    let max_wait = Duration::from_millis(request.max_wait_ms.max(0) as u64);
+    let shard = ctx.shard.clone();
+    Outcome::Later(Box::pin(async move {
+        let deadline = Instant::now() + max_wait;
+        let mut reads = read_all(&shard, &wanted).await;
+        loop {
+            let total: usize = reads.iter().map(|r| r.records.len()).sum();
+            let any_error = reads.iter().any(|r| r.error != 0);
+            let now = Instant::now();
+            if total >= min_bytes || any_error || now >= deadline {
+                break;
+            }
+            wait_for_data(&shard, &wanted, deadline - now).await;
+            reads = read_all(&shard, &wanted).await;
+        }
+        Some(ResponseKind::Fetch(build(v, headers, &wanted, reads, max_bytes)))
+    }))
+}
+
+/// Reads every partition on its owner, all in parallel.
+async fn read_all(shard: &std::rc::Rc<Shard>, wanted: &[Wanted]) -> Vec<PartitionRead> {
+    let mut replies = Vec::with_capacity(wanted.len());
+    for w in wanted {
+        match &w.target {
+            Ok((topic, owner)) => {
+                let (tx, rx) = oneshot::channel();
+                let req = ShardRequest::Read { topic: topic.clone(), partition: w.partition, offset: w.offset, max_bytes: w.max_bytes, reply: tx };
+                shard.send(*owner, req).await;
+                replies.push(Ok(rx));
+            }
+            Err(code) => replies.push(Err(*code)),
+        }
+    }
+    let mut reads = Vec::with_capacity(replies.len());
+    for r in replies {
+        reads.push(match r {
+            Ok(rx) => rx.await.unwrap_or(PartitionRead { error: -1, high_watermark: -1, log_start_offset: -1, records: Bytes::new() }),
+            Err(code) => PartitionRead { error: code, high_watermark: -1, log_start_offset: -1, records: Bytes::new() },
+        });
+    }
+    reads
+}
+
+/// Waits until any partition gets data past its fetch offset, or `timeout`.
+async fn wait_for_data(shard: &std::rc::Rc<Shard>, wanted: &[Wanted], timeout: Duration) {
+    let mut per_shard: Vec<Vec<(TopicName, i32, i64)>> = vec![Vec::new(); shard.nr_shards];
+    for w in wanted {
+        if let Ok((topic, owner)) = &w.target {
+            per_shard[*owner].push((topic.clone(), w.partition, w.offset));
+        }
+    }
+    let timeout_ms = timeout.as_millis() as u64;
+    let mut waits = Vec::new();
+    for (owner, partitions) in per_shard.into_iter().enumerate().filter(|(_, p)| !p.is_empty()) {
+        let (tx, rx) = oneshot::channel();
+        shard.send(owner, ShardRequest::WaitForData { partitions, timeout_ms, reply: tx }).await;
+        waits.push(rx);
+    }
+    if waits.is_empty() {
+        glommio::timer::sleep(timeout).await;
+    } else {
+        let _ = futures_util::future::select_all(waits).await;
+    }
+}
+
+/// Assembles the response in request order, trimming to `max_bytes` at batch
+/// boundaries (the first batch of the response is always kept).
+fn build(v: i16, mut headers: Vec<FetchableTopicResponse>, wanted: &[Wanted], reads: Vec<PartitionRead>, max_bytes: usize) -> FetchResponse {
+    let mut used = 0usize;
+    for (w, read) in wanted.iter().zip(reads) {
+        let records = trim(&read.records, max_bytes.saturating_sub(used), used == 0);
+        used += records.len();
+        let mut p = PartitionData::default()
+            .with_partition_index(w.partition)
+            .with_error_code(read.error)
+            .with_high_watermark(read.high_watermark)
+            .with_last_stable_offset(read.high_watermark)
+            .with_records(Some(records));
+        if v >= 5 {
+            p.log_start_offset = read.log_start_offset;
+        }
+        headers[w.topic_index].partitions.push(p);
+    }
+    FetchResponse::default().with_responses(headers)
+}
+
+/// The longest prefix of whole batches within `budget` bytes; at least the first
+/// batch when `must_take_one`.
+fn trim(records: &Bytes, budget: usize, must_take_one: bool) -> Bytes {
+    if records.len() <= budget {
+        return records.clone();
+    }
+    let mut end = 0;
+    for item in BatchIter::new(records) {
+        let Ok((at, h)) = item else { break };
+        let next = at + h.total_size();
+        if next > budget && !(must_take_one && end == 0) {
+            break;
+        }
+        end = next;
+    }
+    records.slice(..end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::batch::testing::{build_batch, BatchSpec};
+
+    fn two_batches() -> (Bytes, usize) {
+        let a = build_batch(&BatchSpec::default());
+        let b = build_batch(&BatchSpec::default());
+        let n = a.len();
+        (Bytes::from([a, b].concat()), n)
+    }
+
+    #[test]
+    fn trim_keeps_whole_batches_within_budget() {
+        let (r, n) = two_batches();
+        assert_eq!(trim(&r, 2 * n, false).len(), 2 * n);
+        assert_eq!(trim(&r, 2 * n - 1, false).len(), n);
+        assert_eq!(trim(&r, n - 1, false).len(), 0);
+    }
+
+    #[test]
+    fn trim_returns_one_batch_above_the_limit_when_first() {
+        let (r, n) = two_batches();
+        assert_eq!(trim(&r, 0, true).len(), n);
+        assert_eq!(trim(&r, 1, true).len(), n);
+    }
+}

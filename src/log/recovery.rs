@@ -1,0 +1,141 @@
+//! Start-up recovery of one partition's directory (runs on the owning shard, inside
+//! [`super::PartitionLog::open`]): lists segments, trusts inactive segments whose index
+//! files are valid (otherwise rescans them, truncating a torn tail and rebuilding the
+//! indexes), scans the whole active segment verifying length and CRC of every batch,
+//! truncates a torn or corrupt tail, and rebuilds the idempotent producer state from the
+//! last snapshot plus the batches after it.
+
+use std::io;
+use std::path::Path;
+use std::rc::Rc;
+
+use super::producer_state::ProducerState;
+use super::segment::Segment;
+
+/// File holding the producer-state snapshot (see [`ProducerState::encode_snapshot`]).
+pub const SNAPSHOT_FILE: &str = "producer.snapshot";
+
+/// What recovery found.
+pub struct Recovered {
+    /// Segments in offset order; the last one is active (never empty).
+    pub segments: Vec<Rc<Segment>>,
+    /// Rebuilt idempotent producer state.
+    pub producers: ProducerState,
+    /// (max timestamp, last offset of its batch) over the whole log.
+    pub max_ts: Option<(i64, i64)>,
+}
+
+/// Base offsets of the `<20 digits>.log` files in `dir`, sorted.
+pub fn list_segments(dir: &Path) -> io::Result<Vec<i64>> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(dir)? {
+        let name = e?.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if let Some(stem) = name.strip_suffix(".log") {
+            if stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit()) {
+                if let Ok(b) = stem.parse::<i64>() {
+                    v.push(b);
+                }
+            }
+        }
+    }
+    v.sort_unstable();
+    Ok(v)
+}
+
+/// Scans `seg` from 0, rebuilding its indexes, truncating anything after the last valid
+/// batch (logged). Returns the number of bytes cut.
+async fn scan_and_repair(seg: &Segment, interval: u64) -> io::Result<u64> {
+    *seg.index.borrow_mut() = Default::default();
+    *seg.time_index.borrow_mut() = Default::default();
+    seg.bytes_since_index.set(0);
+    seg.max_ts.set(None);
+    seg.next_offset.set(seg.base_offset);
+    let file_end = seg.size.get();
+    let (valid, stop) = seg
+        .scan(0, file_end, |pos, h| seg.note_batch(pos, h, interval))
+        .await?;
+    let cut = file_end - valid;
+    if cut > 0 {
+        tracing::warn!(
+            dir = %seg.dir.display(),
+            segment = seg.base_offset,
+            valid_bytes = valid,
+            truncated_bytes = cut,
+            reason = ?stop,
+            "truncating torn or corrupt segment tail"
+        );
+        seg.file.truncate(valid).await.map_err(io::Error::from)?;
+        seg.size.set(valid);
+    }
+    Ok(cut)
+}
+
+/// Recovers (or initialises) the partition directory `dir`.
+pub async fn recover(dir: &Path, interval: u64) -> io::Result<Recovered> {
+    std::fs::create_dir_all(dir)?;
+    super::segment::probe_dma_device(dir).await?;
+    let bases = list_segments(dir)?;
+    let mut segments: Vec<Rc<Segment>> = Vec::with_capacity(bases.len().max(1));
+    if bases.is_empty() {
+        segments.push(Rc::new(Segment::create(dir, 0).await?));
+        return Ok(Recovered {
+            segments,
+            producers: ProducerState::default(),
+            max_ts: None,
+        });
+    }
+    for (i, &base) in bases.iter().enumerate() {
+        let seg = Segment::open(dir, base).await?;
+        let active = i + 1 == bases.len();
+        if active || !seg.load_indexes() {
+            scan_and_repair(&seg, interval).await?;
+            if !active {
+                seg.finish_time_index();
+                seg.save_indexes()?;
+            }
+        }
+        if !active {
+            seg.next_offset.set(bases[i + 1]);
+        }
+        segments.push(Rc::new(seg));
+    }
+    // Keep the partial last DMA block of the active segment in memory.
+    let active = segments.last().unwrap().clone();
+    let size = active.size.get();
+    let start = size - size % active.alignment();
+    let tail = active.read_bytes(start, (size - start) as usize).await?;
+    *active.tail.borrow_mut() = tail.to_vec();
+
+    let leo = active.next_offset.get();
+    let max_ts =
+        segments
+            .iter()
+            .filter_map(|s| s.max_ts.get())
+            .fold(None, |acc: Option<(i64, i64)>, x| match acc {
+                Some(a) if a.0 >= x.0 => Some(a),
+                _ => Some(x),
+            });
+
+    // Producer state: snapshot (if it describes a prefix of this log) + replay after it.
+    let snap = std::fs::read(dir.join(SNAPSHOT_FILE))
+        .ok()
+        .and_then(|b| ProducerState::decode_snapshot(&b));
+    let (mut producers, from) = match snap {
+        Some((s, at)) if at >= segments[0].base_offset && at <= leo => (s, at),
+        _ => (ProducerState::default(), active.base_offset),
+    };
+    for seg in segments.iter().filter(|s| s.next_offset.get() > from) {
+        seg.scan(0, seg.size.get(), |_, h| {
+            if h.base_offset >= from {
+                producers.record(h);
+            }
+        })
+        .await?;
+    }
+    Ok(Recovered {
+        segments,
+        producers,
+        max_ts,
+    })
+}

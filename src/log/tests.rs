@@ -1,0 +1,477 @@
+//! PartitionLog tests, each inside its own glommio `LocalExecutor` on a temp dir.
+
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::*;
+use crate::protocol::batch::testing::{build_batch, BatchSpec};
+use crate::protocol::batch::{scan_batches, verify_crc, RecordBatchHeader};
+
+fn run<F, Fut>(f: F)
+where
+    F: FnOnce(PathBuf) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + 'static,
+{
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("topic-0");
+    glommio::LocalExecutorBuilder::default()
+        .io_memory(1 << 20)
+        .spawn(move || f(dir))
+        .unwrap()
+        .join()
+        .unwrap();
+    drop(tmp);
+}
+
+fn cfg() -> LogConfig {
+    LogConfig {
+        segment_bytes: 1 << 30,
+        index_interval_bytes: 4096,
+        flush: FlushPolicy::Always,
+        flush_interval_ms: 1000,
+        cache_bytes: 1 << 20,
+        log_append_time: false,
+    }
+}
+
+/// A batch of `n` records with `value_len`-byte values, timestamps ts..ts+n-1.
+fn batch(n: usize, value_len: usize, ts: i64) -> Bytes {
+    Bytes::from(build_batch(&BatchSpec {
+        base_offset: 0,
+        records: n,
+        value_len,
+        base_timestamp: ts,
+        ..Default::default()
+    }))
+}
+
+fn idem(pid: i64, epoch: i16, seq: i32, n: usize) -> Bytes {
+    Bytes::from(build_batch(&BatchSpec {
+        records: n,
+        producer_id: pid,
+        producer_epoch: epoch,
+        base_sequence: seq,
+        ..Default::default()
+    }))
+}
+
+/// `b` with its base offset rewritten.
+fn with_base(b: &Bytes, base: i64) -> Vec<u8> {
+    let mut v = b.to_vec();
+    crate::protocol::batch::set_base_offset(&mut v, base);
+    v
+}
+
+/// Splits a read result into its batch headers (checking every CRC).
+fn headers(b: &[u8]) -> Vec<RecordBatchHeader> {
+    let r = scan_batches(b);
+    assert_eq!(r.valid_bytes, b.len(), "read returned a partial batch");
+    crate::protocol::batch::BatchIter::new(b)
+        .map(|x| x.unwrap().1)
+        .collect()
+}
+
+fn log_files(dir: &Path, ext: &str) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(&format!(".{ext}")))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn append_read_round_trip_and_reopen() {
+    run(|dir| async move {
+        let log = PartitionLog::open(dir.clone(), cfg()).await.unwrap();
+        assert_eq!((log.high_watermark(), log.log_start_offset()), (0, 0));
+        assert_eq!(log.read(0, 1000).await.unwrap().len(), 0);
+        let bs = [batch(3, 10, 1000), batch(1, 100, 2000), batch(5, 7, 3000)];
+        let mut expect = Vec::new();
+        let mut base = 0;
+        for b in &bs {
+            let n = RecordBatchHeader::parse(b).unwrap().records_count as i64;
+            let info = log.append(b.clone(), 0).await.unwrap();
+            assert_eq!(
+                info,
+                AppendInfo {
+                    base_offset: base,
+                    last_offset: base + n - 1,
+                    log_append_time: -1,
+                    log_start_offset: 0
+                }
+            );
+            expect.extend(with_base(b, base));
+            base += n;
+        }
+        assert_eq!(log.high_watermark(), 9);
+        assert_eq!(log.log_end_offset(), 9);
+        let all = log.read(0, 1 << 20).await.unwrap();
+        assert_eq!(&all[..], &expect[..]);
+        assert!(matches!(
+            log.read(10, 10).await,
+            Err(ReadError::OffsetOutOfRange)
+        ));
+        assert!(matches!(
+            log.read(-1, 10).await,
+            Err(ReadError::OffsetOutOfRange)
+        ));
+        assert_eq!(log.read(9, 10).await.unwrap().len(), 0);
+        log.close().await.unwrap();
+        assert!(matches!(
+            log.append(batch(1, 1, 0), 0).await,
+            Err(AppendError::Io(_))
+        ));
+        // file truncated to the logical size
+        let seg = dir.join("00000000000000000000.log");
+        assert_eq!(std::fs::metadata(&seg).unwrap().len(), expect.len() as u64);
+        assert_eq!(std::fs::read(&seg).unwrap(), expect);
+        drop(log);
+
+        let log = PartitionLog::open(dir.clone(), cfg()).await.unwrap();
+        assert_eq!(log.high_watermark(), 9);
+        assert_eq!(&log.read(0, 1 << 20).await.unwrap()[..], &expect[..]); // from disk
+        let info = log.append(batch(2, 3, 4000), 0).await.unwrap();
+        assert_eq!((info.base_offset, info.last_offset), (9, 10));
+        let h = headers(&log.read(9, 1).await.unwrap());
+        assert_eq!(h.len(), 1);
+        assert_eq!(h[0].base_offset, 9);
+        log.close().await.unwrap();
+        drop(log);
+        let log = PartitionLog::open(dir.clone(), cfg()).await.unwrap();
+        assert_eq!(log.high_watermark(), 11);
+        let h = headers(&log.read(0, 1 << 20).await.unwrap());
+        assert_eq!(
+            h.iter().map(|h| h.base_offset).collect::<Vec<_>>(),
+            vec![0, 3, 4, 9]
+        );
+        log.delete().await.unwrap();
+        assert!(!dir.exists());
+    });
+}
+
+#[test]
+fn read_inside_batch_and_max_bytes() {
+    for cache in [1 << 20, 0] {
+        run(move |dir| async move {
+            let mut c = cfg();
+            c.cache_bytes = cache;
+            let log = PartitionLog::open(dir, c).await.unwrap();
+            let b1 = batch(4, 50, 0);
+            let b2 = batch(4, 50, 0);
+            log.append(b1.clone(), 0).await.unwrap();
+            log.append(b2.clone(), 0).await.unwrap();
+            // offset 2 lies inside batch 0..=3: the whole batch comes back
+            let r = log.read(2, 1 << 20).await.unwrap();
+            let h = headers(&r);
+            assert_eq!(
+                h.iter().map(|h| h.base_offset).collect::<Vec<_>>(),
+                vec![0, 4]
+            );
+            // max_bytes smaller than one batch: still one whole batch
+            let r = log.read(5, 10).await.unwrap();
+            assert_eq!(&r[..], &with_base(&b2, 4)[..]);
+            // max_bytes fits exactly one batch
+            let r = log.read(0, b1.len() + b2.len() - 1).await.unwrap();
+            assert_eq!(&r[..], &with_base(&b1, 0)[..]);
+            assert!(verify_crc(&r));
+            log.close().await.unwrap();
+        });
+    }
+}
+
+#[test]
+fn segment_roll_and_reads_across_segments() {
+    run(|dir| async move {
+        let mut c = cfg();
+        c.segment_bytes = 4096;
+        c.index_interval_bytes = 1000;
+        c.cache_bytes = 0;
+        let log = PartitionLog::open(dir.clone(), c.clone()).await.unwrap();
+        let b = batch(2, 480, 10); // 2 records, ~1 KiB
+        let size = b.len();
+        let per_seg = 4096 / size;
+        let mut futs = Vec::new();
+        for _ in 0..20 {
+            // concurrent appends: exercises group commit
+            let log = log.clone();
+            let b = b.clone();
+            futs.push(glommio::spawn_local(async move {
+                log.append(b, 0).await.unwrap()
+            }));
+        }
+        let mut infos = Vec::new();
+        for f in futs {
+            infos.push(f.await);
+        }
+        for (i, info) in infos.iter().enumerate() {
+            assert_eq!(info.base_offset, 2 * i as i64);
+        }
+        assert_eq!(log.high_watermark(), 40);
+        let segs = log_files(&dir, "log");
+        assert_eq!(segs.len(), 20usize.div_ceil(per_seg));
+        assert_eq!(segs[1], format!("{:020}.log", 2 * per_seg));
+        for off in 0..40 {
+            let r = log.read(off, 1).await.unwrap();
+            let h = headers(&r);
+            assert_eq!(h.len(), 1);
+            assert_eq!(h[0].base_offset, off - off % 2);
+            assert_eq!(&r[..], &with_base(&b, off - off % 2)[..]);
+        }
+        // a big read stops at the segment end
+        let r = log.read(0, 1 << 20).await.unwrap();
+        assert_eq!(headers(&r).len(), per_seg);
+        log.close().await.unwrap();
+        drop(log);
+        let log = PartitionLog::open(dir.clone(), c.clone()).await.unwrap();
+        assert_eq!(log.high_watermark(), 40);
+        assert_eq!(log.log_start_offset(), 0);
+        for off in (0..40).step_by(3) {
+            let h = headers(&log.read(off, 1).await.unwrap());
+            assert_eq!(h[0].base_offset, off - off % 2);
+        }
+        // deleted / damaged index files are rebuilt identically
+        let ix = dir.join(&segs[0]).with_extension("index");
+        let before = std::fs::read(&ix).unwrap();
+        assert!(!before.is_empty());
+        log.close().await.unwrap();
+        drop(log);
+        std::fs::remove_file(&ix).unwrap();
+        std::fs::write(dir.join(&segs[1]).with_extension("index"), [1, 2, 3]).unwrap();
+        let log = PartitionLog::open(dir.clone(), c).await.unwrap();
+        assert_eq!(std::fs::read(&ix).unwrap(), before);
+        assert_eq!(
+            std::fs::metadata(dir.join(&segs[1]).with_extension("index"))
+                .unwrap()
+                .len()
+                % 8,
+            0
+        );
+        for off in 0..40 {
+            let h = headers(&log.read(off, 1).await.unwrap());
+            assert_eq!(h[0].base_offset, off - off % 2);
+        }
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
+fn torn_tail_truncated_on_reopen() {
+    // Build a reference log of 3 batches, then for many cut points reopen a copy.
+    run(|dir| async move {
+        let log = PartitionLog::open(dir.clone(), cfg()).await.unwrap();
+        let b = batch(3, 20, 0);
+        for _ in 0..3 {
+            log.append(b.clone(), 0).await.unwrap();
+        }
+        log.close().await.unwrap();
+        drop(log);
+        let seg = dir.join("00000000000000000000.log");
+        let full = std::fs::read(&seg).unwrap();
+        let bl = b.len();
+        assert_eq!(full.len(), 3 * bl);
+        let cuts: Vec<usize> = (2 * bl + 1..3 * bl)
+            .step_by(7)
+            .chain([2 * bl + 1, 3 * bl - 1])
+            .collect();
+        for (i, &cut) in cuts.iter().enumerate() {
+            let d = dir.with_file_name(format!("cut-{i}"));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("00000000000000000000.log"), &full[..cut]).unwrap();
+            let log = PartitionLog::open(d.clone(), cfg()).await.unwrap();
+            assert_eq!(log.high_watermark(), 6, "cut {cut}");
+            assert_eq!(&log.read(0, 1 << 20).await.unwrap()[..], &full[..2 * bl]);
+            assert_eq!(
+                std::fs::metadata(d.join("00000000000000000000.log"))
+                    .unwrap()
+                    .len(),
+                2 * bl as u64
+            );
+            let info = log.append(b.clone(), 0).await.unwrap();
+            assert_eq!(info.base_offset, 6);
+            log.close().await.unwrap();
+        }
+        // garbage and zero padding after valid data
+        for tail in [vec![0u8; 5000], vec![0xAB; 100], b[..70].to_vec()] {
+            let d = dir.with_file_name("garbage");
+            let _ = std::fs::remove_dir_all(&d);
+            std::fs::create_dir_all(&d).unwrap();
+            let mut data = full.clone();
+            data.extend(&tail);
+            std::fs::write(d.join("00000000000000000000.log"), &data).unwrap();
+            let log = PartitionLog::open(d.clone(), cfg()).await.unwrap();
+            assert_eq!(log.high_watermark(), 9);
+            assert_eq!(&log.read(0, 1 << 20).await.unwrap()[..], &full[..]);
+            log.close().await.unwrap();
+        }
+        // a corrupt byte inside the second batch: everything from it on is cut
+        let d = dir.with_file_name("corrupt");
+        std::fs::create_dir_all(&d).unwrap();
+        let mut data = full.clone();
+        data[bl + 40] ^= 0xFF;
+        std::fs::write(d.join("00000000000000000000.log"), &data).unwrap();
+        let log = PartitionLog::open(d.clone(), cfg()).await.unwrap();
+        assert_eq!(log.high_watermark(), 3);
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
+fn idempotent_producer() {
+    run(|dir| async move {
+        let log = PartitionLog::open(dir.clone(), cfg()).await.unwrap();
+        log.append(batch(2, 5, 0), 0).await.unwrap(); // offsets 0..=1, no producer
+        let a = log.append(idem(7, 0, 0, 3), 0).await.unwrap();
+        assert_eq!((a.base_offset, a.last_offset), (2, 4));
+        let b = log.append(idem(7, 0, 3, 2), 0).await.unwrap();
+        assert_eq!((b.base_offset, b.last_offset), (5, 6));
+        // duplicate of the first batch: original offsets, nothing appended
+        let d = log.append(idem(7, 0, 0, 3), 0).await.unwrap();
+        assert_eq!((d.base_offset, d.last_offset), (2, 4));
+        assert_eq!(log.high_watermark(), 7);
+        // gap
+        let e = log.append(idem(7, 0, 9, 1), 0).await.unwrap_err();
+        assert!(matches!(e, AppendError::OutOfOrderSequence));
+        assert_eq!(e.error_code(), 45);
+        // new epoch must start at 0
+        assert!(matches!(
+            log.append(idem(7, 1, 5, 1), 0).await,
+            Err(AppendError::OutOfOrderSequence)
+        ));
+        let f = log.append(idem(7, 1, 0, 1), 0).await.unwrap();
+        assert_eq!(f.base_offset, 7);
+        // fenced
+        let e = log.append(idem(7, 0, 5, 1), 0).await.unwrap_err();
+        assert!(matches!(e, AppendError::InvalidProducerEpoch));
+        assert_eq!(e.error_code(), 47);
+        // unknown producer: any sequence
+        assert_eq!(
+            log.append(idem(8, 3, 42, 1), 0).await.unwrap().base_offset,
+            8
+        );
+        log.close().await.unwrap();
+        drop(log);
+        // state survives a restart (snapshot), and also a lost snapshot (active-segment replay)
+        for drop_snapshot in [false, true] {
+            if drop_snapshot {
+                std::fs::remove_file(dir.join(recovery::SNAPSHOT_FILE)).unwrap();
+            }
+            let log = PartitionLog::open(dir.clone(), cfg()).await.unwrap();
+            let d = log.append(idem(7, 1, 0, 1), 0).await.unwrap();
+            assert_eq!((d.base_offset, d.last_offset), (7, 7));
+            assert!(matches!(
+                log.append(idem(7, 0, 1, 1), 0).await,
+                Err(AppendError::InvalidProducerEpoch)
+            ));
+            assert!(matches!(
+                log.append(idem(8, 3, 44, 1), 0).await,
+                Err(AppendError::OutOfOrderSequence)
+            ));
+            assert_eq!(log.high_watermark(), 9);
+            log.close().await.unwrap();
+        }
+    });
+}
+
+#[test]
+fn timestamps() {
+    run(|dir| async move {
+        let mut c = cfg();
+        c.index_interval_bytes = 1; // index every batch
+        c.cache_bytes = 0;
+        let log = PartitionLog::open(dir.clone(), c.clone()).await.unwrap();
+        assert_eq!(log.offset_for_timestamp(0).await.unwrap(), None);
+        assert_eq!(log.max_timestamp(), None);
+        // batches with max timestamps 1002, 2001, 1501, 3004
+        log.append(batch(3, 5, 1000), 0).await.unwrap(); // 0..=2
+        log.append(batch(2, 5, 2000), 0).await.unwrap(); // 3..=4
+        log.append(batch(2, 5, 1500), 0).await.unwrap(); // 5..=6
+        log.append(batch(5, 5, 3000), 0).await.unwrap(); // 7..=11
+        for reopen in [false, true] {
+            let log = if reopen {
+                log.close().await.unwrap();
+                PartitionLog::open(dir.clone(), c.clone()).await.unwrap()
+            } else {
+                log.clone()
+            };
+            assert_eq!(log.offset_for_timestamp(0).await.unwrap(), Some((0, 1002)));
+            assert_eq!(
+                log.offset_for_timestamp(1002).await.unwrap(),
+                Some((0, 1002))
+            );
+            assert_eq!(
+                log.offset_for_timestamp(1003).await.unwrap(),
+                Some((3, 2001))
+            );
+            assert_eq!(
+                log.offset_for_timestamp(2002).await.unwrap(),
+                Some((7, 3004))
+            );
+            assert_eq!(log.offset_for_timestamp(3005).await.unwrap(), None);
+            assert_eq!(log.max_timestamp(), Some((11, 3004)));
+            if reopen {
+                log.close().await.unwrap();
+            }
+        }
+    });
+}
+
+#[test]
+fn log_append_time() {
+    run(|dir| async move {
+        let mut c = cfg();
+        c.log_append_time = true;
+        let log = PartitionLog::open(dir, c).await.unwrap();
+        let info = log.append(batch(2, 5, 1000), 5555).await.unwrap();
+        assert_eq!(info.log_append_time, 5555);
+        let r = log.read(0, 1000).await.unwrap();
+        assert!(verify_crc(&r));
+        let h = RecordBatchHeader::parse(&r).unwrap();
+        assert!(h.timestamp_type_log_append());
+        assert_eq!((h.base_timestamp, h.max_timestamp), (1000, 5555));
+        assert_eq!(log.max_timestamp(), Some((1, 5555)));
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
+fn wait_for_data_and_flush_policies() {
+    for flush in [FlushPolicy::Interval, FlushPolicy::Never] {
+        run(move |dir| async move {
+            let mut c = cfg();
+            c.flush = flush;
+            c.flush_interval_ms = 5;
+            let log = PartitionLog::open(dir.clone(), c.clone()).await.unwrap();
+            // a long-poll dropped by its timeout
+            let t = glommio::timer::timeout(Duration::from_millis(20), async {
+                log.wait_for_data(0).await;
+                Ok(())
+            })
+            .await;
+            assert!(t.is_err());
+            let w = glommio::spawn_local(log.wait_for_data(0));
+            let l2 = log.clone();
+            glommio::spawn_local(async move {
+                glommio::timer::sleep(Duration::from_millis(10)).await;
+                l2.append(batch(1, 1, 0), 0).await.unwrap();
+            })
+            .detach();
+            w.await;
+            assert_eq!(log.high_watermark(), 1);
+            log.wait_for_data(0).await; // already satisfied
+            glommio::timer::sleep(Duration::from_millis(20)).await; // a timer fdatasync
+            for _ in 0..50 {
+                log.append(batch(1, 100, 0), 0).await.unwrap();
+            }
+            log.close().await.unwrap();
+            drop(log);
+            let log: Rc<PartitionLog> = PartitionLog::open(dir, c).await.unwrap();
+            assert_eq!(log.high_watermark(), 51);
+            log.close().await.unwrap();
+        });
+    }
+}

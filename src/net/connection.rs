@@ -1,0 +1,174 @@
+//! One client connection, on the core that accepted it.
+//!
+//! A reader reads frames (length checked against `--max-request-bytes` before any
+//! allocation), dispatches each request in arrival order, and queues its outcome;
+//! a writer awaits the queued outcomes *in order* and writes the responses. At most
+//! [`MAX_IN_FLIGHT`] requests wait for their responses; beyond that the reader stops
+//! reading (back-pressure). A malformed request, an unknown API key or an oversized
+//! frame closes the connection with a logged reason; nothing else is affected.
+
+use std::cell::RefCell;
+use std::net::SocketAddr;
+use std::rc::Rc;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use futures_lite::{future, AsyncReadExt, AsyncWriteExt};
+use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
+use glommio::net::TcpStream;
+use kafka_protocol::messages::{ApiKey, ResponseHeader, ResponseKind};
+use kafka_protocol::protocol::Encodable;
+
+use super::split::Half;
+use crate::handlers::{self, Ctx, Outcome};
+use crate::protocol::frame::{check_frame_length, decode_request};
+use crate::shard::Shard;
+use crate::shutdown::Shutdown;
+
+/// Requests of one connection that may await their responses at once.
+pub const MAX_IN_FLIGHT: usize = 64;
+
+/// Bytes the reader asks the socket for at a time (frames larger than this are
+/// read in one exact-size allocation).
+const READ_CHUNK: usize = 64 * 1024;
+
+/// A response slot in the writer's queue, in request order.
+struct Queued {
+    correlation_id: i32,
+    api: ApiKey,
+    api_version: i16,
+    outcome: Outcome,
+}
+
+/// Serves one connection until the client closes it, it misbehaves, or `stop`
+/// resolves (shutdown: in-flight requests still get their responses).
+pub async fn serve(shard: Rc<Shard>, stream: TcpStream, stop: Shutdown) {
+    let _ = stream.set_nodelay(true);
+    let peer = stream.peer_addr().ok();
+    let stream = Rc::new(RefCell::new(stream));
+    let (tx, rx) = local_channel::new_bounded::<Queued>(MAX_IN_FLIGHT);
+    let (done_tx, done_rx) = futures_channel::oneshot::channel::<()>();
+    let writer = Half(stream.clone());
+    glommio::spawn_local(async move {
+        write_loop(writer, rx, peer).await;
+        let _ = done_tx.send(());
+    })
+    .detach();
+
+    let reader = Half(stream.clone());
+    let read_side = async {
+        future::or(read_loop(&shard, reader, tx, peer), stop.requested()).await;
+        // `tx` is gone: the writer drains what is queued, then ends.
+        future::pending::<()>().await
+    };
+    future::or(read_side, async {
+        let _ = done_rx.await;
+    })
+    .await;
+    let _ = stream.borrow().shutdown(std::net::Shutdown::Both).await;
+}
+
+async fn read_loop(shard: &Rc<Shard>, mut reader: Half, tx: LocalSender<Queued>, peer: Option<SocketAddr>) {
+    let max = shard.config.max_request_bytes;
+    let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    loop {
+        // Complete the 4-byte length prefix, then the frame.
+        if !fill(&mut reader, &mut buf, 4).await {
+            return;
+        }
+        let prefix = [buf[0], buf[1], buf[2], buf[3]];
+        let size = match check_frame_length(prefix, max) {
+            Ok(size) => size,
+            Err(e) => {
+                tracing::warn!(?peer, error = ?e, "closing connection: bad frame length");
+                return;
+            }
+        };
+        if !fill(&mut reader, &mut buf, 4 + size).await {
+            return;
+        }
+        let _ = buf.split_to(4);
+        let frame: Bytes = buf.split_to(size).freeze();
+        let request = match decode_request(frame) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(?peer, error = ?e, "closing connection: bad request header");
+                return;
+            }
+        };
+        let (correlation_id, api_key, api_version) = (request.correlation_id, request.api_key, request.api_version);
+        let ctx = Ctx {
+            shard: shard.clone(),
+            api_version,
+            client_id: request.client_id.clone(),
+            client_host: peer.map(|p| p.ip().to_string()).unwrap_or_default(),
+        };
+        let outcome = match handlers::dispatch(ctx, request).await {
+            Ok(o) => o,
+            Err(refusal) => {
+                tracing::warn!(?peer, api_key, api_version, ?refusal, "closing connection: request refused");
+                return;
+            }
+        };
+        let Some(api) = ApiKey::try_from(api_key).ok() else { return };
+        if tx.send(Queued { correlation_id, api, api_version, outcome }).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Reads until `buf` holds at least `want` bytes; false on EOF or error.
+async fn fill(reader: &mut Half, buf: &mut BytesMut, want: usize) -> bool {
+    while buf.len() < want {
+        let len = buf.len();
+        let chunk = (want - len).max(READ_CHUNK);
+        buf.reserve(chunk);
+        buf.resize(len + chunk, 0);
+        match reader.read(&mut buf[len..]).await {
+            Ok(0) | Err(_) => {
+                buf.truncate(len);
+                return false;
+            }
+            Ok(n) => buf.truncate(len + n),
+        }
+    }
+    true
+}
+
+async fn write_loop(mut writer: Half, rx: LocalReceiver<Queued>, peer: Option<SocketAddr>) {
+    let mut out = BytesMut::with_capacity(READ_CHUNK);
+    while let Some(q) = rx.recv().await {
+        let response = match q.outcome {
+            Outcome::Respond(r) => Some(r),
+            Outcome::Later(f) => f.await,
+            Outcome::Silent => None,
+        };
+        let Some(response) = response else { continue };
+        out.clear();
+        if let Err(e) = encode(&mut out, q.correlation_id, q.api, q.api_version, &response) {
+            tracing::error!(?peer, api = ?q.api, version = q.api_version, error = %e, "closing connection: response encoding failed");
+            return;
+        }
+        if let Err(e) = writer.write_all(&out).await {
+            tracing::debug!(?peer, error = %e, "write failed");
+            return;
+        }
+    }
+}
+
+/// Writes one response frame: size, header (v0, or v1 for flexible versions;
+/// ApiVersions always v0), body.
+fn encode(out: &mut BytesMut, correlation_id: i32, api: ApiKey, version: i16, response: &ResponseKind) -> anyhow::Result<()> {
+    // An unsupported ApiVersions version is answered in v0 (KIP-511).
+    let version = if api == ApiKey::ApiVersions && handlers::versions_of(api).is_some_and(|v| version > v.max || version < v.min) {
+        0
+    } else {
+        version
+    };
+    out.put_i32(0);
+    let header = ResponseHeader::default().with_correlation_id(correlation_id);
+    header.encode(out, api.response_header_version(version))?;
+    response.encode(out, version)?;
+    let size = (out.len() - 4) as i32;
+    out[..4].copy_from_slice(&size.to_be_bytes());
+    Ok(())
+}

@@ -1,0 +1,47 @@
+//! The per-shard listener. Every shard binds the same address with SO_REUSEPORT
+//! (glommio sets it), so the kernel spreads new connections over the cores; a
+//! connection then lives on the core that accepted it.
+
+use std::rc::Rc;
+
+use futures_lite::future;
+use glommio::net::TcpListener;
+use glommio::sync::Gate;
+
+use super::connection;
+use crate::shard::Shard;
+use crate::shutdown::Shutdown;
+
+/// Accepts connections until `stop` resolves, then waits for every connection to
+/// finish its in-flight requests. Lives on one shard.
+pub async fn run(shard: Rc<Shard>, listener: TcpListener, stop: Shutdown) {
+    let gate = Rc::new(Gate::new());
+    loop {
+        let accepted = future::or(async { Some(listener.accept().await) }, async {
+            stop.clone().requested().await;
+            None
+        })
+        .await;
+        match accepted {
+            None => break,
+            Some(Ok(stream)) => {
+                let shard = shard.clone();
+                let stop = stop.clone();
+                match gate.spawn(async move { connection::serve(shard, stream, stop).await }) {
+                    Ok(task) => {
+                        task.detach();
+                    }
+                    Err(e) => tracing::warn!(error = %e, "connection not started: shutting down"),
+                }
+            }
+            Some(Err(e)) => {
+                // EMFILE and friends: keep serving the connections we have.
+                tracing::warn!(error = %e, "accept failed");
+                glommio::timer::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        }
+    }
+    if let Err(e) = gate.close().await {
+        tracing::warn!(error = %e, "waiting for connections to close failed");
+    }
+}

@@ -1,0 +1,143 @@
+//! The control plane, run on shard 0 only: the authoritative topic catalog and the
+//! producer-id allocator. Changes are serialized by a semaphore, persisted, then
+//! broadcast to every shard; the caller's reply waits until all shards applied them.
+
+use std::cell::{Cell, RefCell};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::Arc;
+
+use glommio::sync::Semaphore;
+
+use super::messages::{NewTopic, ShardRequest};
+use super::state::Shard;
+use crate::metadata::{Catalog, CatalogError, TopicMeta};
+
+/// Producer ids are reserved on disk in blocks of this many, so a restart never
+/// hands out an id twice.
+const PRODUCER_ID_BLOCK: i64 = 1000;
+
+/// Shard 0's control-plane state. Lives on shard 0's core only.
+pub struct Control {
+    data_dir: PathBuf,
+    catalog: RefCell<Catalog>,
+    changes: Semaphore,
+    next_producer_id: Cell<i64>,
+    reserved_until: Cell<i64>,
+}
+
+impl Control {
+    /// Loads the producer-id reservation; `catalog` is the one just read from disk.
+    pub fn load(data_dir: &Path, catalog: &Catalog) -> std::io::Result<Control> {
+        std::fs::create_dir_all(data_dir.join("meta"))?;
+        let reserved = match std::fs::read_to_string(Self::producer_id_path(data_dir)) {
+            Ok(s) => s.trim().parse::<i64>().unwrap_or(0),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+            Err(e) => return Err(e),
+        };
+        Ok(Control {
+            data_dir: data_dir.to_path_buf(),
+            catalog: RefCell::new(catalog.clone()),
+            changes: Semaphore::new(1),
+            next_producer_id: Cell::new(reserved),
+            reserved_until: Cell::new(reserved),
+        })
+    }
+
+    fn producer_id_path(data_dir: &Path) -> PathBuf {
+        data_dir.join("meta").join("producer_ids")
+    }
+
+    /// A producer id never handed out before, by this or an earlier run.
+    /// Errors with KAFKA_STORAGE_ERROR (56) when the reservation cannot be saved.
+    pub fn allocate_producer_id(&self) -> Result<i64, i16> {
+        let id = self.next_producer_id.get();
+        if id >= self.reserved_until.get() {
+            let until = id + PRODUCER_ID_BLOCK;
+            let path = Self::producer_id_path(&self.data_dir);
+            let tmp = path.with_extension("tmp");
+            let write = || -> std::io::Result<()> {
+                let mut f = std::fs::File::create(&tmp)?;
+                f.write_all(until.to_string().as_bytes())?;
+                f.sync_all()?;
+                std::fs::rename(&tmp, &path)
+            };
+            if let Err(e) = write() {
+                tracing::error!(error = %e, "saving the producer id reservation failed");
+                return Err(56);
+            }
+            self.reserved_until.set(until);
+        }
+        self.next_producer_id.set(id + 1);
+        Ok(id)
+    }
+
+    /// CreateTopics: validates all, creates the valid ones unless `validate_only`.
+    pub async fn create_topics(&self, shard: &Rc<Shard>, topics: Vec<NewTopic>, validate_only: bool) -> Vec<Result<TopicMeta, CatalogError>> {
+        let _permit = self.changes.acquire_permit(1).await;
+        let mut next = self.catalog.borrow().clone();
+        let results: Vec<_> = topics
+            .iter()
+            .map(|t| {
+                if validate_only {
+                    next.check_new_topic(&t.name, t.partitions).map(|_| TopicMeta {
+                        name: t.name.clone(),
+                        id: uuid::Uuid::nil(),
+                        partition_shards: vec![0; t.partitions as usize],
+                        configs: t.configs.clone(),
+                    })
+                } else {
+                    next.create_topic(&t.name, t.partitions, t.configs.clone(), shard.nr_shards).cloned()
+                }
+            })
+            .collect();
+        if !validate_only && results.iter().any(Result::is_ok) {
+            self.commit(shard, next).await;
+        }
+        results
+    }
+
+    /// DeleteTopics by name.
+    pub async fn delete_topics(&self, shard: &Rc<Shard>, names: Vec<String>) -> Vec<Result<TopicMeta, CatalogError>> {
+        let _permit = self.changes.acquire_permit(1).await;
+        let mut next = self.catalog.borrow().clone();
+        let results: Vec<_> = names.iter().map(|n| next.delete_topic(n)).collect();
+        if results.iter().any(Result::is_ok) {
+            self.commit(shard, next).await;
+        }
+        results
+    }
+
+    /// CreatePartitions: grows each topic to the given total count.
+    pub async fn create_partitions(&self, shard: &Rc<Shard>, topics: Vec<(String, i32)>, validate_only: bool) -> Vec<Result<(), CatalogError>> {
+        let _permit = self.changes.acquire_permit(1).await;
+        let mut next = self.catalog.borrow().clone();
+        let results: Vec<_> = topics.iter().map(|(n, count)| next.create_partitions(n, *count, shard.nr_shards)).collect();
+        if !validate_only && results.iter().any(Result::is_ok) {
+            self.commit(shard, next).await;
+        }
+        results
+    }
+
+    /// Persists `next` as the new catalog and waits until every shard applied it.
+    async fn commit(&self, shard: &Rc<Shard>, mut next: Catalog) {
+        next.version = self.catalog.borrow().version + 1;
+        if let Err(e) = next.save(&self.data_dir) {
+            // The change still applies in memory; it is lost at restart. Say so loudly.
+            tracing::error!(error = %e, "persisting the topic catalog failed");
+        }
+        *self.catalog.borrow_mut() = next.clone();
+        let shared = Arc::new(next.clone());
+        let mut waits = Vec::new();
+        for to in (0..shard.nr_shards).filter(|s| *s != shard.id) {
+            let (tx, rx) = futures_channel::oneshot::channel();
+            shard.send(to, ShardRequest::CatalogChanged { catalog: shared.clone(), reply: tx }).await;
+            waits.push(rx);
+        }
+        shard.apply_catalog(next).await;
+        for rx in waits {
+            let _ = rx.await;
+        }
+    }
+}

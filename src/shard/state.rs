@@ -1,0 +1,187 @@
+//! [`Shard`]: everything one core owns.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use futures_channel::oneshot;
+use glommio::channels::channel_mesh::Senders;
+use kafka_protocol::messages::TopicName;
+use uuid::Uuid;
+
+use super::control::Control;
+use super::messages::{ShardId, ShardRequest};
+use crate::config::Config;
+use crate::log::{LogConfig, PartitionLog};
+use crate::metadata::Catalog;
+use crate::topic_config::EffectiveTopicConfig;
+
+/// One partition's log as its owning shard holds it.
+pub struct OwnedLog {
+    /// Topic id at the time the log was opened; a recreated topic gets a new log.
+    pub topic_id: Uuid,
+    pub log: Rc<PartitionLog>,
+    /// Resolved topic configs the produce path checks (max.message.bytes).
+    pub config: EffectiveTopicConfig,
+}
+
+/// The state of one shard. Lives on exactly one core (its glommio executor) and is
+/// shared by that core's connections and tasks through an `Rc`.
+pub struct Shard {
+    /// This shard's index in the channel mesh (0 is the control shard).
+    pub id: ShardId,
+    pub nr_shards: usize,
+    pub config: Arc<Config>,
+    /// This core's read-only copy of the topic catalog (the shard table).
+    catalog: RefCell<Rc<Catalog>>,
+    /// The partition logs this shard owns, by (topic, partition).
+    logs: RefCell<HashMap<(String, i32), Rc<OwnedLog>>>,
+    senders: Senders<ShardRequest>,
+    /// Catalog writer and producer-id allocator; `Some` on shard 0 only.
+    pub control: Option<Control>,
+    /// Set once SIGINT/SIGTERM arrived: no new connections are accepted.
+    pub stopping: Cell<bool>,
+}
+
+impl Shard {
+    /// Builds the shard state from the catalog on disk, opening every log it owns.
+    pub async fn start(
+        id: ShardId,
+        nr_shards: usize,
+        config: Arc<Config>,
+        senders: Senders<ShardRequest>,
+    ) -> std::io::Result<Rc<Shard>> {
+        let mut catalog = Catalog::load(&config.data_dir)?;
+        catalog.fit_to_shards(nr_shards);
+        let control = if id == 0 { Some(Control::load(&config.data_dir, &catalog)?) } else { None };
+        let shard = Rc::new(Shard {
+            id,
+            nr_shards,
+            config,
+            catalog: RefCell::new(Rc::new(Catalog::default())),
+            logs: RefCell::new(HashMap::new()),
+            senders,
+            control,
+            stopping: Cell::new(false),
+        });
+        shard.apply_catalog(catalog).await;
+        Ok(shard)
+    }
+
+    /// This core's current catalog copy.
+    pub fn catalog(&self) -> Rc<Catalog> {
+        self.catalog.borrow().clone()
+    }
+
+    /// The owned log of `topic`/`partition`, if this shard owns it.
+    pub fn log(&self, topic: &str, partition: i32) -> Option<Rc<OwnedLog>> {
+        self.logs.borrow().get(&(topic.to_string(), partition)).cloned()
+    }
+
+    /// Directory of a partition's segments: `<data-dir>/<topic>-<partition>`.
+    pub fn partition_dir(&self, topic: &str, partition: i32) -> PathBuf {
+        self.config.data_dir.join(format!("{topic}-{partition}"))
+    }
+
+    /// Sends `request` to shard `to`. Requests for this shard itself are executed
+    /// directly. Offsets of appends are assigned before this returns, so appends
+    /// issued in order by one task are written in that order.
+    pub async fn send(self: &Rc<Self>, to: ShardId, request: ShardRequest) {
+        if to == self.id {
+            super::serve::execute(self, request).await;
+        } else if let Err(request) = self.senders.send_to(to, request).await {
+            // The mesh only closes at shutdown; the dropped reply sender tells the
+            // waiting task (it sees a cancelled reply and answers with an error).
+            tracing::debug!(to, ?request, "mesh send failed during shutdown");
+        }
+    }
+
+    /// Sends a request built around a fresh reply channel and waits for the answer;
+    /// `None` when the other shard dropped it (shutdown).
+    pub async fn ask<T>(self: &Rc<Self>, to: ShardId, build: impl FnOnce(oneshot::Sender<T>) -> ShardRequest) -> Option<T> {
+        let (tx, rx) = oneshot::channel();
+        self.send(to, build(tx)).await;
+        rx.await.ok()
+    }
+
+    /// Replaces this shard's catalog copy (if newer) and opens or deletes the logs
+    /// whose ownership changed. Logs are deleted before new ones open, so a topic
+    /// deleted and recreated under the same name starts empty.
+    pub async fn apply_catalog(self: &Rc<Self>, catalog: Catalog) {
+        if catalog.version < self.catalog.borrow().version && !self.logs.borrow().is_empty() {
+            return;
+        }
+        let catalog = Rc::new(catalog);
+        *self.catalog.borrow_mut() = catalog.clone();
+
+        let stale: Vec<((String, i32), Rc<OwnedLog>)> = self
+            .logs
+            .borrow()
+            .iter()
+            .filter(|((topic, p), owned)| {
+                let t = catalog.topic(topic);
+                !(t.map(|t| t.id) == Some(owned.topic_id) && catalog.owner(topic, *p) == Some(self.id))
+            })
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        for (key, owned) in stale {
+            self.logs.borrow_mut().remove(&key);
+            let still_exists = catalog.topic(&key.0).map(|t| t.id) == Some(owned.topic_id);
+            let result = if still_exists { owned.log.close().await } else { owned.log.delete().await };
+            if let Err(e) = result {
+                tracing::warn!(topic = %key.0, partition = key.1, error = %e, "closing a removed partition log failed");
+            }
+        }
+
+        for t in catalog.topics.values() {
+            let topic_config = EffectiveTopicConfig::resolve(&t.configs, &self.config);
+            for (p, &owner) in t.partition_shards.iter().enumerate() {
+                let key = (t.name.clone(), p as i32);
+                if owner != self.id || self.logs.borrow().contains_key(&key) {
+                    continue;
+                }
+                let dir = self.partition_dir(&t.name, p as i32);
+                match PartitionLog::open(dir, self.log_config(&topic_config)).await {
+                    Ok(log) => {
+                        let owned = OwnedLog { topic_id: t.id, log, config: topic_config.clone() };
+                        self.logs.borrow_mut().insert(key, Rc::new(owned));
+                    }
+                    Err(e) => tracing::error!(topic = %t.name, partition = p, error = %e, "opening partition log failed"),
+                }
+            }
+        }
+    }
+
+    fn log_config(&self, topic: &EffectiveTopicConfig) -> LogConfig {
+        LogConfig {
+            segment_bytes: topic.segment_bytes,
+            index_interval_bytes: topic.index_interval_bytes,
+            flush: self.config.flush,
+            flush_interval_ms: self.config.flush_interval_ms,
+            cache_bytes: self.config.partition_cache_bytes,
+            log_append_time: topic.log_append_time,
+        }
+    }
+
+    /// Closes every log this shard owns (flush, fdatasync, truncate to size).
+    pub async fn close_logs(&self) {
+        let logs: Vec<_> = self.logs.borrow_mut().drain().collect();
+        for ((topic, p), owned) in logs {
+            if let Err(e) = owned.log.close().await {
+                tracing::warn!(%topic, partition = p, error = %e, "closing partition log failed");
+            }
+        }
+    }
+
+    /// Closes this shard's side of the mesh (shutdown).
+    pub fn close_mesh(&self) {
+        self.senders.close();
+    }
+
+    /// Topic name as the cheap, `Send` form used in shard messages.
+    pub fn topic_name(name: &str) -> TopicName {
+        TopicName(kafka_protocol::protocol::StrBytes::from_string(name.to_string()))
+    }
+}

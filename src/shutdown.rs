@@ -1,0 +1,47 @@
+//! Clean shutdown across shards. The main thread waits for SIGINT/SIGTERM and sets
+//! a flag shared by every shard; each shard notices it (polled every
+//! [`POLL_MS`] ms), stops accepting, lets its connections finish their in-flight
+//! requests, then waits until *every* shard has drained before closing its logs,
+//! since a draining connection may still append to another shard's partitions.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How often a shard looks at the shutdown flag, in ms.
+pub const POLL_MS: u64 = 50;
+
+/// The process-wide shutdown state; cheap to clone, shared by all shards.
+#[derive(Clone, Default)]
+pub struct Shutdown {
+    requested: Arc<AtomicBool>,
+    drained: Arc<AtomicUsize>,
+}
+
+impl Shutdown {
+    /// Asks every shard to stop (called from the signal thread).
+    pub fn request(&self) {
+        self.requested.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether shutdown was requested.
+    pub fn is_requested(&self) -> bool {
+        self.requested.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once shutdown is requested.
+    pub async fn requested(self) {
+        while !self.is_requested() {
+            glommio::timer::sleep(Duration::from_millis(POLL_MS)).await;
+        }
+    }
+
+    /// Records that this shard has no connection left, then resolves once all
+    /// `nr_shards` shards have.
+    pub async fn drained(&self, nr_shards: usize) {
+        self.drained.fetch_add(1, Ordering::SeqCst);
+        while self.drained.load(Ordering::SeqCst) < nr_shards {
+            glommio::timer::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}

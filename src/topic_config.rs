@@ -1,0 +1,161 @@
+//! Topic-level configs: which names Kafka accepts, their defaults, and the few that
+//! shardlog enforces today (`max.message.bytes`, `segment.bytes`,
+//! `message.timestamp.type`). `retention.ms` and `retention.bytes` are validated and
+//! stored; retention is enforced by a later change.
+
+use std::collections::BTreeMap;
+
+use crate::config::Config;
+
+/// Kafka's topic configs (`org.apache.kafka.common.config.TopicConfig`) with their
+/// broker default when the broker config does not override them. `None` means the
+/// default comes from shardlog's own flags (see [`default_value`]).
+const KNOWN: &[(&str, Option<&str>)] = &[
+    ("cleanup.policy", Some("delete")),
+    ("compression.type", Some("producer")),
+    ("delete.retention.ms", Some("86400000")),
+    ("file.delete.delay.ms", Some("60000")),
+    ("flush.messages", Some("9223372036854775807")),
+    ("flush.ms", Some("9223372036854775807")),
+    ("index.interval.bytes", None),
+    ("local.retention.bytes", Some("-2")),
+    ("local.retention.ms", Some("-2")),
+    ("max.compaction.lag.ms", Some("9223372036854775807")),
+    ("max.message.bytes", None),
+    ("message.downconversion.enable", Some("true")),
+    ("message.timestamp.after.max.ms", Some("3600000")),
+    ("message.timestamp.before.max.ms", Some("9223372036854775807")),
+    ("message.timestamp.difference.max.ms", Some("9223372036854775807")),
+    ("message.timestamp.type", Some("CreateTime")),
+    ("min.cleanable.dirty.ratio", Some("0.5")),
+    ("min.compaction.lag.ms", Some("0")),
+    ("min.insync.replicas", Some("1")),
+    ("preallocate", Some("false")),
+    ("remote.storage.enable", Some("false")),
+    ("retention.bytes", Some("-1")),
+    ("retention.ms", Some("604800000")),
+    ("segment.bytes", None),
+    ("segment.index.bytes", Some("10485760")),
+    ("segment.jitter.ms", Some("0")),
+    ("segment.ms", Some("604800000")),
+    ("unclean.leader.election.enable", Some("false")),
+];
+
+/// Every topic config name Kafka knows, in sorted order.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    KNOWN.iter().map(|(n, _)| *n)
+}
+
+/// The value a topic gets for `name` when it sets none (the broker default).
+pub fn default_value(name: &str, config: &Config) -> Option<String> {
+    match name {
+        "max.message.bytes" => Some(config.max_message_bytes.to_string()),
+        "segment.bytes" => Some(config.segment_bytes.to_string()),
+        "index.interval.bytes" => Some(config.index_interval_bytes.to_string()),
+        _ => KNOWN.iter().find(|(n, _)| *n == name).and_then(|(_, v)| v.map(str::to_string)),
+    }
+}
+
+/// Validates one topic config entry; a failure maps to INVALID_CONFIG with the
+/// returned message (as Kafka's `LogConfig.validate`).
+pub fn validate(name: &str, value: Option<&str>) -> Result<(), String> {
+    if !KNOWN.iter().any(|(n, _)| *n == name) {
+        return Err(format!("Unknown topic config name: {name}"));
+    }
+    let Some(value) = value else {
+        return Err(format!("Null value not supported for topic config: {name}"));
+    };
+    let bad = || format!("Invalid value {value} for configuration {name}");
+    match name {
+        "max.message.bytes" | "index.interval.bytes" | "segment.index.bytes" | "min.insync.replicas" => {
+            value.parse::<i32>().ok().filter(|v| *v >= 0).map(|_| ()).ok_or_else(bad)
+        }
+        "segment.bytes" => value.parse::<i32>().ok().filter(|v| *v >= 14).map(|_| ()).ok_or_else(bad),
+        "retention.ms" | "retention.bytes" | "local.retention.ms" | "local.retention.bytes" => {
+            value.parse::<i64>().ok().filter(|v| *v >= -2).map(|_| ()).ok_or_else(bad)
+        }
+        "message.timestamp.type" => match value {
+            "CreateTime" | "LogAppendTime" => Ok(()),
+            _ => Err(bad()),
+        },
+        "cleanup.policy" => {
+            if value.split(',').map(str::trim).all(|p| p == "delete" || p == "compact") {
+                Ok(())
+            } else {
+                Err(bad())
+            }
+        }
+        "compression.type" => match value {
+            "producer" | "uncompressed" | "gzip" | "snappy" | "lz4" | "zstd" => Ok(()),
+            _ => Err(bad()),
+        },
+        "preallocate" | "unclean.leader.election.enable" | "message.downconversion.enable" | "remote.storage.enable" => {
+            match value {
+                "true" | "false" => Ok(()),
+                _ => Err(bad()),
+            }
+        }
+        "min.cleanable.dirty.ratio" => value.parse::<f64>().ok().filter(|v| (0.0..=1.0).contains(v)).map(|_| ()).ok_or_else(bad),
+        _ => value.parse::<i64>().ok().filter(|v| *v >= 0).map(|_| ()).ok_or_else(bad),
+    }
+}
+
+/// The configs a partition's log obeys, resolved from the topic's overrides and
+/// the broker defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EffectiveTopicConfig {
+    /// Largest record batch accepted, bytes (MESSAGE_TOO_LARGE above it).
+    pub max_message_bytes: i32,
+    /// Segment roll size, bytes.
+    pub segment_bytes: u64,
+    /// Sparse index interval, bytes.
+    pub index_interval_bytes: u64,
+    /// `message.timestamp.type=LogAppendTime`.
+    pub log_append_time: bool,
+}
+
+impl EffectiveTopicConfig {
+    /// Resolves `overrides` (already validated) over the broker's flags.
+    pub fn resolve(overrides: &BTreeMap<String, String>, config: &Config) -> Self {
+        let get = |k: &str| overrides.get(k).map(String::as_str);
+        EffectiveTopicConfig {
+            max_message_bytes: get("max.message.bytes")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(config.max_message_bytes),
+            segment_bytes: get("segment.bytes")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(config.segment_bytes),
+            index_interval_bytes: get("index.interval.bytes")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(config.index_interval_bytes),
+            log_append_time: get("message.timestamp.type") == Some("LogAppendTime"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_names_and_bad_values_are_rejected() {
+        assert!(validate("no.such.config", Some("1")).is_err());
+        assert!(validate("retention.ms", Some("abc")).is_err());
+        assert!(validate("message.timestamp.type", Some("Now")).is_err());
+        assert_eq!(validate("retention.ms", Some("-1")), Ok(()));
+        assert_eq!(validate("cleanup.policy", Some("compact,delete")), Ok(()));
+    }
+
+    #[test]
+    fn overrides_win_over_broker_defaults() {
+        use clap::Parser;
+        let config = Config::parse_from(["shardlog"]);
+        let mut o = BTreeMap::new();
+        o.insert("max.message.bytes".to_string(), "2048".to_string());
+        o.insert("message.timestamp.type".to_string(), "LogAppendTime".to_string());
+        let e = EffectiveTopicConfig::resolve(&o, &config);
+        assert_eq!(e.max_message_bytes, 2048);
+        assert_eq!(e.segment_bytes, 1 << 30);
+        assert!(e.log_append_time);
+    }
+}
