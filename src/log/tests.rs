@@ -475,3 +475,31 @@ fn wait_for_data_and_flush_policies() {
         });
     }
 }
+
+#[test]
+fn reopen_without_close_like_a_crash() {
+    run(|dir| async move {
+        let mut c = cfg();
+        c.segment_bytes = 4096;
+        c.index_interval_bytes = 100;
+        let log = PartitionLog::open(dir.clone(), c.clone()).await.unwrap();
+        for i in 0..12 {
+            log.append(idem(3, 0, i, 1), 0).await.unwrap();
+        }
+        // no close: the active file still has its zero padding to the DMA alignment
+        let expect = log.read(0, 1 << 20).await.unwrap();
+        let hw = log.high_watermark();
+        drop(log);
+        let log = PartitionLog::open(dir.clone(), c).await.unwrap();
+        assert_eq!(log.high_watermark(), hw);
+        assert_eq!(log.read(0, 1 << 20).await.unwrap(), expect);
+        // no snapshot was written: producer state rebuilt by replaying the active segment
+        let d = log.append(idem(3, 0, 11, 1), 0).await.unwrap();
+        assert_eq!((d.base_offset, d.last_offset), (11, 11));
+        assert_eq!(
+            log.append(idem(3, 0, 12, 1), 0).await.unwrap().base_offset,
+            12
+        );
+        log.close().await.unwrap();
+    });
+}
