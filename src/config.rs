@@ -86,7 +86,7 @@ pub struct Config {
     pub flush_interval_ms: u64,
 
     /// Bytes of recent batches each partition keeps in memory for tail fetches.
-    #[arg(long, env = "SHARDLOG_PARTITION_CACHE_BYTES", default_value_t = 4 << 20)]
+    #[arg(long, env = "SHARDLOG_PARTITION_CACHE_BYTES", default_value_t = 1 << 20)]
     pub partition_cache_bytes: usize,
 
     /// Log filter (tracing `EnvFilter` syntax), e.g. `info` or `shardlog=debug`.

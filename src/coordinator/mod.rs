@@ -1,1 +1,231 @@
-//! coordinator
+//! Consumer group coordinator for the classic group protocol, and committed offsets.
+//!
+//! [`GroupCoordinator`] is a pure, deterministic state machine modelled on Apache Kafka's
+//! `kafka.coordinator.group.GroupCoordinator` / `GroupMetadata`: it does no I/O, owns no
+//! timers and never sleeps. The shard that owns a group feeds it decoded requests and the
+//! current time (ms since the Unix epoch) and executes the [`Output`]s it returns:
+//!
+//! - [`Output::Persist`]: append the [`GroupRecord`] (encoded with [`GroupRecord::encode`])
+//!   to the coordinator's internal log.
+//! - [`Output::Respond`]: send the response for the request identified by `token`. A
+//!   `Respond` may only be sent once every `Persist` that precedes it in the same `Vec`
+//!   is durable (this is how OffsetCommit, the leader's SyncGroup and DeleteGroups wait
+//!   for their writes, like Kafka's `storeOffsets`/`storeGroup` callbacks).
+//!
+//! Requests may be *parked* (JoinGroup during a rebalance, follower SyncGroup until the
+//! leader's assignment arrives); their `Respond` comes out of a later call, possibly
+//! [`GroupCoordinator::tick`]. Every token handed in is answered exactly once.
+//!
+//! Timers: after any call, [`GroupCoordinator::next_deadline`] says when `tick` next has
+//! work (session expiry, rebalance timeout, initial rebalance delay, pending-sync timeout,
+//! offset retention). Calling `tick` early is harmless.
+//!
+//! Start-up: `set_loading(true, _)`, feed every record of the internal log to
+//! [`GroupCoordinator::load`] in log order, then `set_loading(false, now_ms)`. While
+//! loading, group requests get COORDINATOR_LOAD_IN_PROGRESS (SyncGroup gets
+//! REBALANCE_IN_PROGRESS, as Kafka does for old clients).
+//!
+//! Lives on: the one shard (core) that coordinates its groups; never shared across cores.
+
+mod config;
+mod ctx;
+mod describe;
+mod group;
+mod heartbeat;
+mod join;
+mod leave;
+mod member;
+mod offsets;
+mod records;
+mod state;
+mod sync;
+mod timers;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeSet, HashMap};
+
+pub use config::CoordinatorConfig;
+pub use records::{DecodeError, GroupRecord, MemberRecord};
+pub use state::GroupState;
+
+use group::Group;
+use kafka_protocol::messages::ResponseKind;
+use kafka_protocol::ResponseError;
+
+/// Identifies one in-flight request so that a parked response can be delivered later.
+/// Chosen by the caller; the coordinator only echoes it back in [`Output::Respond`].
+pub type RequestToken = u64;
+
+/// One action the caller must carry out, in `Vec` order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    /// Send `response` as the answer to the request identified by `token`.
+    Respond {
+        /// The token the request was submitted with.
+        token: RequestToken,
+        /// The response body; encode it with the version the request came with.
+        response: ResponseKind,
+    },
+    /// Append this record to the internal log. Any `Respond` after it in the same `Vec`
+    /// must wait until the append is durable.
+    Persist(GroupRecord),
+}
+
+/// The classic-protocol group coordinator for the groups of one shard.
+///
+/// Kafka source: `GroupCoordinator` + `GroupMetadataManager` (offset cache, cleanup).
+/// Lives on: the coordinating shard only.
+pub struct GroupCoordinator {
+    groups: HashMap<String, Group>,
+    config: CoordinatorConfig,
+    /// True while the internal log is being replayed (COORDINATOR_LOAD_IN_PROGRESS).
+    loading: bool,
+    /// (deadline ms, group id) for every group with timer work; exactly one entry per
+    /// such group, mirrored by `Group::scheduled`.
+    timers: BTreeSet<(i64, String)>,
+    /// Next periodic offset-retention / empty-group cleanup (ms); `None` until first use.
+    next_retention_check_ms: Option<i64>,
+    /// `Some((seed, counter))` for reproducible member ids (simulation, tests).
+    deterministic_ids: Option<(u64, u64)>,
+}
+
+impl GroupCoordinator {
+    /// A coordinator with no groups, not loading.
+    pub fn new(config: CoordinatorConfig) -> Self {
+        GroupCoordinator {
+            groups: HashMap::new(),
+            config,
+            loading: false,
+            timers: BTreeSet::new(),
+            next_retention_check_ms: None,
+            deterministic_ids: None,
+        }
+    }
+
+    /// Generate member ids from `seed` and a counter instead of random v4 UUIDs, so that
+    /// a run is fully reproducible (deterministic simulation, tests).
+    pub fn with_deterministic_member_ids(mut self, seed: u64) -> Self {
+        self.deterministic_ids = Some((seed, 0));
+        self
+    }
+
+    /// The configuration this coordinator was built with.
+    pub fn config(&self) -> &CoordinatorConfig {
+        &self.config
+    }
+
+    /// Whether state is being rebuilt from the internal log (requests answered with
+    /// COORDINATOR_LOAD_IN_PROGRESS).
+    pub fn is_loading(&self) -> bool {
+        self.loading
+    }
+
+    /// Set or clear the loading flag. Clearing it at `now_ms` arms the session timers of
+    /// loaded members (deadline `now_ms + session_timeout_ms`) and the retention check, as
+    /// Kafka's `GroupCoordinator.onGroupLoaded` does.
+    pub fn set_loading(&mut self, loading: bool, now_ms: i64) {
+        self.loading = loading;
+        if !loading {
+            let ids: Vec<String> = self.groups.keys().cloned().collect();
+            for id in ids {
+                if let Some(g) = self.groups.get_mut(&id) {
+                    for m in g.members.values_mut() {
+                        m.heartbeat_deadline = Some(now_ms + m.session_timeout_ms as i64);
+                    }
+                }
+                self.reschedule(&id);
+            }
+            self.next_retention_check_ms =
+                Some(now_ms + self.config.offsets_retention_check_interval_ms);
+        }
+    }
+
+    /// The state of `group_id`, or `None` if the coordinator does not know it (Dead).
+    pub fn group_state(&self, group_id: &str) -> Option<GroupState> {
+        self.groups.get(group_id).map(|g| g.state)
+    }
+
+    /// The current generation of `group_id` (0 for a new group).
+    pub fn group_generation(&self, group_id: &str) -> Option<i32> {
+        self.groups.get(group_id).map(|g| g.generation)
+    }
+
+    /// Member ids of `group_id` in join order.
+    pub fn group_members(&self, group_id: &str) -> Vec<String> {
+        self.groups
+            .get(group_id)
+            .map(|g| g.members.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Number of groups currently known (not Dead).
+    pub fn group_count(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// Kafka's `validateGroupStatus`: INVALID_GROUP_ID (empty id where the API requires
+    /// one) or COORDINATOR_LOAD_IN_PROGRESS.
+    fn validate_group_status(&self, group_id: &str, allow_empty_id: bool) -> Option<i16> {
+        if group_id.is_empty() && !allow_empty_id {
+            Some(ResponseError::InvalidGroupId.code())
+        } else if self.loading {
+            Some(ResponseError::CoordinatorLoadInProgress.code())
+        } else {
+            None
+        }
+    }
+
+    fn next_member_id(&mut self, prefix: &str) -> String {
+        let uuid = match &mut self.deterministic_ids {
+            Some((seed, counter)) => {
+                *counter += 1;
+                uuid::Uuid::from_u64_pair(*seed, *counter)
+            }
+            None => uuid::Uuid::new_v4(),
+        };
+        format!("{prefix}-{uuid}")
+    }
+
+    /// Recompute the group's earliest deadline and index it in the timer set.
+    fn reschedule(&mut self, group_id: &str) {
+        let Some(g) = self.groups.get_mut(group_id) else {
+            return;
+        };
+        let d = g.next_deadline();
+        if d != g.scheduled {
+            if let Some(old) = g.scheduled.take() {
+                self.timers.remove(&(old, group_id.to_string()));
+            }
+            g.scheduled = d;
+            if let Some(d) = d {
+                self.timers.insert((d, group_id.to_string()));
+            }
+        }
+    }
+
+    /// Arm the periodic retention check the first time the coordinator sees traffic.
+    fn touch_retention_timer(&mut self, now_ms: i64) {
+        if self.next_retention_check_ms.is_none() && !self.loading {
+            self.next_retention_check_ms =
+                Some(now_ms + self.config.offsets_retention_check_interval_ms);
+        }
+    }
+
+    /// Drop a group whose state became Dead.
+    fn drop_if_dead(&mut self, group_id: &str) {
+        if matches!(self.groups.get(group_id), Some(g) if g.state == GroupState::Dead) {
+            self.remove_group(group_id);
+        }
+    }
+
+    /// Forget a group and its timer entry.
+    fn remove_group(&mut self, group_id: &str) -> Option<Group> {
+        let g = self.groups.remove(group_id)?;
+        if let Some(d) = g.scheduled {
+            self.timers.remove(&(d, group_id.to_string()));
+        }
+        Some(g)
+    }
+}

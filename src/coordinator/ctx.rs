@@ -1,0 +1,121 @@
+//! Per-call context (config, clock, output sink) and version-aware builders for the
+//! responses that can be parked (JoinGroup, SyncGroup).
+
+use bytes::Bytes;
+use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
+use kafka_protocol::messages::{JoinGroupResponse, ResponseKind, SyncGroupResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use super::member::Parked;
+use super::records::GroupRecord;
+use super::{CoordinatorConfig, Output, RequestToken};
+
+/// What one coordinator call needs besides the group itself.
+pub(crate) struct Ctx<'a> {
+    pub cfg: &'a CoordinatorConfig,
+    /// Current time, ms since the Unix epoch.
+    pub now: i64,
+    pub out: &'a mut Vec<Output>,
+}
+
+impl Ctx<'_> {
+    pub fn respond(&mut self, token: RequestToken, response: ResponseKind) {
+        self.out.push(Output::Respond { token, response });
+    }
+
+    pub fn persist(&mut self, record: GroupRecord) {
+        self.out.push(Output::Persist(record));
+    }
+
+    pub fn respond_join(&mut self, parked: Parked, result: JoinResult) {
+        let r = result.into_response(parked.version);
+        self.respond(parked.token, ResponseKind::JoinGroup(r));
+    }
+
+    pub fn respond_sync(&mut self, parked: Parked, result: SyncResult) {
+        let r = result.into_response(parked.version);
+        self.respond(parked.token, ResponseKind::SyncGroup(r));
+    }
+}
+
+pub(crate) fn sb(s: &str) -> StrBytes {
+    StrBytes::from_string(s.to_string())
+}
+
+/// Kafka's `JoinGroupResult`.
+#[derive(Debug, Clone)]
+pub(crate) struct JoinResult {
+    pub error: i16,
+    pub generation_id: i32,
+    pub protocol_type: Option<String>,
+    pub protocol_name: Option<String>,
+    pub leader: String,
+    pub member_id: String,
+    pub skip_assignment: bool,
+    pub members: Vec<JoinGroupResponseMember>,
+}
+
+impl JoinResult {
+    /// `JoinGroupResult(memberId, error)`: generation -1, no protocol, no leader.
+    pub fn error(member_id: &str, error: i16) -> Self {
+        JoinResult {
+            error,
+            generation_id: -1,
+            protocol_type: None,
+            protocol_name: None,
+            leader: String::new(),
+            member_id: member_id.to_string(),
+            skip_assignment: false,
+            members: Vec::new(),
+        }
+    }
+
+    /// Shape for `version` like Kafka's `JoinGroupResponse` constructor: protocol name is
+    /// "" instead of null before v7 and null instead of "" from v7.
+    pub fn into_response(self, version: i16) -> JoinGroupResponse {
+        let mut r = JoinGroupResponse::default();
+        r.error_code = self.error;
+        r.generation_id = self.generation_id;
+        r.protocol_type = self.protocol_type.as_deref().map(sb);
+        r.protocol_name = match self.protocol_name {
+            Some(p) if version >= 7 && p.is_empty() => None,
+            Some(p) => Some(sb(&p)),
+            None if version < 7 => Some(StrBytes::new()),
+            None => None,
+        };
+        r.leader = sb(&self.leader);
+        r.skip_assignment = self.skip_assignment && version >= 9;
+        r.member_id = sb(&self.member_id);
+        r.members = self.members;
+        r
+    }
+}
+
+/// Kafka's `SyncGroupResult`.
+#[derive(Debug, Clone)]
+pub(crate) struct SyncResult {
+    pub error: i16,
+    pub protocol_type: Option<String>,
+    pub protocol_name: Option<String>,
+    pub assignment: Bytes,
+}
+
+impl SyncResult {
+    pub fn error(error: i16) -> Self {
+        SyncResult {
+            error,
+            protocol_type: None,
+            protocol_name: None,
+            assignment: Bytes::new(),
+        }
+    }
+
+    pub fn into_response(self, _version: i16) -> SyncGroupResponse {
+        let mut r = SyncGroupResponse::default();
+        r.error_code = self.error;
+        r.protocol_type = self.protocol_type.as_deref().map(sb);
+        r.protocol_name = self.protocol_name.as_deref().map(sb);
+        r.assignment = self.assignment;
+        r
+    }
+}

@@ -1,0 +1,191 @@
+//! Group administration: ListGroups, DescribeGroups, DeleteGroups (Kafka's
+//! `GroupCoordinator.handleListGroups` / `handleDescribeGroup` / `handleDeleteGroups`).
+
+use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
+use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
+use kafka_protocol::messages::list_groups_response::ListedGroup;
+use kafka_protocol::messages::{
+    DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest, DescribeGroupsResponse,
+    ListGroupsRequest, ListGroupsResponse, ResponseKind,
+};
+use kafka_protocol::ResponseError;
+
+use super::ctx::sb;
+use super::records::GroupRecord;
+use super::state::GroupState;
+use super::{GroupCoordinator, Output, RequestToken};
+
+/// Group type reported by ListGroups v5+ for classic-protocol groups.
+const CLASSIC_GROUP_TYPE: &str = "classic";
+
+/// AclOperation bits READ(3) | DELETE(6) | DESCRIBE(8): what a group allows when no
+/// authorizer is configured.
+const GROUP_AUTHORIZED_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8);
+
+impl GroupCoordinator {
+    /// ListGroups, versions 0-5. Kafka source: `GroupCoordinator.handleListGroups`.
+    ///
+    /// Groups sorted by id. v4+ `states_filter` and v5+ `types_filter` (only "classic"
+    /// groups exist here) match case-insensitively; empty filters match all. While
+    /// loading: COORDINATOR_LOAD_IN_PROGRESS and no groups.
+    pub fn list_groups(
+        &mut self,
+        token: RequestToken,
+        version: i16,
+        req: ListGroupsRequest,
+        _now_ms: i64,
+    ) -> Vec<Output> {
+        let mut r = ListGroupsResponse::default();
+        if self.loading {
+            r.error_code = ResponseError::CoordinatorLoadInProgress.code();
+        } else {
+            let states: Vec<String> = if version >= 4 {
+                req.states_filter.iter().map(|s| s.to_lowercase()).collect()
+            } else {
+                Vec::new()
+            };
+            let types: Vec<String> = if version >= 5 {
+                req.types_filter.iter().map(|s| s.to_lowercase()).collect()
+            } else {
+                Vec::new()
+            };
+            if types.is_empty() || types.iter().any(|t| t == CLASSIC_GROUP_TYPE) {
+                let mut groups: Vec<_> = self
+                    .groups
+                    .values()
+                    .filter(|g| {
+                        states.is_empty() || states.contains(&g.state.as_str().to_lowercase())
+                    })
+                    .collect();
+                groups.sort_by(|a, b| a.group_id.cmp(&b.group_id));
+                r.groups = groups
+                    .into_iter()
+                    .map(|g| {
+                        let mut l = ListedGroup::default();
+                        l.group_id = sb(&g.group_id).into();
+                        l.protocol_type = sb(g.protocol_type.as_deref().unwrap_or(""));
+                        l.group_state = sb(g.state.as_str());
+                        l.group_type = sb(CLASSIC_GROUP_TYPE);
+                        l
+                    })
+                    .collect();
+            }
+        }
+        vec![Output::Respond {
+            token,
+            response: ResponseKind::ListGroups(r),
+        }]
+    }
+
+    /// DescribeGroups, versions 0-6. Kafka source: `GroupCoordinator.handleDescribeGroup`.
+    ///
+    /// A Stable group reports its protocol and each member's metadata and assignment;
+    /// other states report members without them. Unknown groups: state "Dead" (v6+:
+    /// with GROUP_ID_NOT_FOUND). Errors per group: COORDINATOR_LOAD_IN_PROGRESS.
+    /// v3+ `include_authorized_operations`: READ|DELETE|DESCRIBE (no authorizer).
+    pub fn describe_groups(
+        &mut self,
+        token: RequestToken,
+        version: i16,
+        req: DescribeGroupsRequest,
+        _now_ms: i64,
+    ) -> Vec<Output> {
+        let mut r = DescribeGroupsResponse::default();
+        for id in &req.groups {
+            let mut d = DescribedGroup::default();
+            d.group_id = id.clone();
+            if version >= 3 && req.include_authorized_operations {
+                d.authorized_operations = GROUP_AUTHORIZED_OPERATIONS;
+            }
+            if let Some(code) = self.validate_group_status(&id.0, true) {
+                d.error_code = code;
+            } else if let Some(g) = self.groups.get(id.0.as_str()) {
+                let stable = g.is(GroupState::Stable);
+                let protocol = g.protocol_name.clone().unwrap_or_default();
+                d.group_state = sb(g.state.as_str());
+                d.protocol_type = sb(g.protocol_type.as_deref().unwrap_or(""));
+                d.protocol_data = sb(if stable { &protocol } else { "" });
+                d.members = g
+                    .members
+                    .values()
+                    .map(|m| {
+                        let mut dm = DescribedGroupMember::default();
+                        dm.member_id = sb(&m.member_id);
+                        dm.group_instance_id = m.group_instance_id.as_deref().map(sb);
+                        dm.client_id = sb(&m.client_id);
+                        dm.client_host = sb(&m.client_host);
+                        if stable {
+                            dm.member_metadata = m.metadata(&protocol);
+                            dm.member_assignment = m.assignment.clone();
+                        }
+                        dm
+                    })
+                    .collect();
+            } else {
+                d.group_state = sb(GroupState::Dead.as_str());
+                if version >= 6 {
+                    d.error_code = ResponseError::GroupIdNotFound.code();
+                    d.error_message = Some(sb(&format!("Group {} not found.", id.0)));
+                }
+            }
+            r.groups.push(d);
+        }
+        vec![Output::Respond {
+            token,
+            response: ResponseKind::DescribeGroups(r),
+        }]
+    }
+
+    /// DeleteGroups, versions 0-2. Kafka source: `GroupCoordinator.handleDeleteGroups`.
+    ///
+    /// Only Empty groups are deleted: tombstones for each offset and the group are
+    /// persisted before the response. Errors per group: COORDINATOR_LOAD_IN_PROGRESS,
+    /// GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP. Duplicate ids are answered once.
+    pub fn delete_groups(
+        &mut self,
+        token: RequestToken,
+        _version: i16,
+        req: DeleteGroupsRequest,
+        _now_ms: i64,
+    ) -> Vec<Output> {
+        let mut out = Vec::new();
+        let mut r = DeleteGroupsResponse::default();
+        let mut seen = std::collections::HashSet::new();
+        for id in &req.groups_names {
+            if !seen.insert(id.0.to_string()) {
+                continue;
+            }
+            let code = if let Some(code) = self.validate_group_status(&id.0, true) {
+                code
+            } else {
+                match self.groups.get(id.0.as_str()).map(|g| g.state) {
+                    None | Some(GroupState::Dead) => ResponseError::GroupIdNotFound.code(),
+                    Some(GroupState::Empty) => {
+                        let g = self.remove_group(id.0.as_str()).expect("group exists");
+                        for (topic, partition) in g.offsets.keys() {
+                            out.push(Output::Persist(GroupRecord::OffsetTombstone {
+                                group: g.group_id.clone(),
+                                topic: topic.clone(),
+                                partition: *partition,
+                            }));
+                        }
+                        out.push(Output::Persist(GroupRecord::GroupTombstone {
+                            group: g.group_id.clone(),
+                        }));
+                        0
+                    }
+                    Some(_) => ResponseError::NonEmptyGroup.code(),
+                }
+            };
+            let mut d = DeletableGroupResult::default();
+            d.group_id = id.clone();
+            d.error_code = code;
+            r.results.push(d);
+        }
+        out.push(Output::Respond {
+            token,
+            response: ResponseKind::DeleteGroups(r),
+        });
+        out
+    }
+}

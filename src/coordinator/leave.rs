@@ -1,0 +1,131 @@
+//! LeaveGroup, single (v0-2) and batched (v3+) (Kafka's `GroupCoordinator.handleLeaveGroup`).
+
+use kafka_protocol::messages::leave_group_response::MemberResponse;
+use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse, ResponseKind};
+use kafka_protocol::ResponseError;
+
+use super::ctx::{sb, Ctx};
+use super::state::GroupState;
+use super::{GroupCoordinator, Output, RequestToken};
+
+impl GroupCoordinator {
+    /// LeaveGroup, all versions (0-5). Kafka source: `GroupCoordinator.handleLeaveGroup`.
+    ///
+    /// v0-2 name one member (`member_id`); v3+ a batch of members, each by member id or,
+    /// with an empty member id, by `group_instance_id` (administrative removal). Each
+    /// leaving member is removed at once: a Stable/CompletingRebalance group rebalances,
+    /// a rebalancing group may complete.
+    ///
+    /// Errors: top level INVALID_GROUP_ID, COORDINATOR_LOAD_IN_PROGRESS; per member
+    /// UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID. v0-2 report the first member error at top
+    /// level, as Kafka's `LeaveGroupResponse` does.
+    pub fn leave_group(
+        &mut self,
+        token: RequestToken,
+        version: i16,
+        req: LeaveGroupRequest,
+        now_ms: i64,
+    ) -> Vec<Output> {
+        let mut out = Vec::new();
+        let group_id = req.group_id.0.to_string();
+        let leaving: Vec<(String, Option<String>)> = if version >= 3 {
+            req.members
+                .iter()
+                .map(|m| {
+                    (
+                        m.member_id.to_string(),
+                        m.group_instance_id.as_ref().map(|s| s.to_string()),
+                    )
+                })
+                .collect()
+        } else {
+            vec![(req.member_id.to_string(), None)]
+        };
+        let (top, results) = self.do_leave(&group_id, &leaving, now_ms, &mut out);
+        self.reschedule(&group_id);
+
+        let mut r = LeaveGroupResponse::default();
+        if version >= 3 {
+            r.error_code = top;
+            r.members = results
+                .into_iter()
+                .map(|((member_id, instance), code)| {
+                    let mut m = MemberResponse::default();
+                    m.member_id = sb(&member_id);
+                    m.group_instance_id = instance.as_deref().map(sb);
+                    m.error_code = code;
+                    m
+                })
+                .collect();
+        } else {
+            r.error_code = if top != 0 {
+                top
+            } else {
+                results
+                    .iter()
+                    .map(|(_, c)| *c)
+                    .find(|&c| c != 0)
+                    .unwrap_or(0)
+            };
+        }
+        out.push(Output::Respond {
+            token,
+            response: ResponseKind::LeaveGroup(r),
+        });
+        out
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn do_leave(
+        &mut self,
+        group_id: &str,
+        leaving: &[(String, Option<String>)],
+        now: i64,
+        out: &mut Vec<Output>,
+    ) -> (i16, Vec<((String, Option<String>), i16)>) {
+        if let Some(code) = self.validate_group_status(group_id, false) {
+            return (code, Vec::new());
+        }
+        let Some(group) = self.groups.get_mut(group_id) else {
+            let unknown = ResponseError::UnknownMemberId.code();
+            return (0, leaving.iter().map(|l| (l.clone(), unknown)).collect());
+        };
+        let mut ctx = Ctx {
+            cfg: &self.config,
+            now,
+            out,
+        };
+        let mut results = Vec::with_capacity(leaving.len());
+        for (member_id, instance) in leaving {
+            let code = if member_id.is_empty() {
+                match instance
+                    .as_deref()
+                    .and_then(|i| group.current_static_member_id(i))
+                {
+                    Some(current) => {
+                        let current = current.to_string();
+                        group.remove_member_and_update_group(&current, &mut ctx);
+                        0
+                    }
+                    None => ResponseError::UnknownMemberId.code(),
+                }
+            } else if group.pending_members.contains_key(member_id) {
+                group.pending_members.shift_remove(member_id);
+                if group.is(GroupState::PreparingRebalance) {
+                    group.try_complete_join(&mut ctx);
+                }
+                0
+            } else {
+                match group.validate_current_member(member_id, instance.as_deref()) {
+                    Some(code) => code,
+                    None => {
+                        group.remove_member_and_update_group(member_id, &mut ctx);
+                        0
+                    }
+                }
+            };
+            results.push(((member_id.clone(), instance.clone()), code));
+        }
+        (0, results)
+    }
+}
