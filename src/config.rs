@@ -89,6 +89,26 @@ pub struct Config {
     #[arg(long, env = "SHARDLOG_PARTITION_CACHE_BYTES", default_value_t = 1 << 20)]
     pub partition_cache_bytes: usize,
 
+    /// Smallest session timeout a group member may ask for, ms
+    /// (Kafka `group.min.session.timeout.ms`; smaller gets INVALID_SESSION_TIMEOUT).
+    #[arg(long, env = "SHARDLOG_GROUP_MIN_SESSION_TIMEOUT_MS", default_value_t = 6000)]
+    pub group_min_session_timeout_ms: i32,
+
+    /// Largest session timeout a group member may ask for, ms
+    /// (Kafka `group.max.session.timeout.ms`).
+    #[arg(long, env = "SHARDLOG_GROUP_MAX_SESSION_TIMEOUT_MS", default_value_t = 1_800_000)]
+    pub group_max_session_timeout_ms: i32,
+
+    /// How long a new, empty group waits for more members before its first
+    /// rebalance completes, ms (Kafka `group.initial.rebalance.delay.ms`).
+    #[arg(long, env = "SHARDLOG_GROUP_INITIAL_REBALANCE_DELAY_MS", default_value_t = 3000)]
+    pub group_initial_rebalance_delay_ms: i32,
+
+    /// How long committed offsets of an empty group are kept, minutes
+    /// (Kafka `offsets.retention.minutes`).
+    #[arg(long, env = "SHARDLOG_OFFSETS_RETENTION_MINUTES", default_value_t = 10_080)]
+    pub offsets_retention_minutes: i64,
+
     /// Log filter (tracing `EnvFilter` syntax), e.g. `info` or `shardlog=debug`.
     #[arg(long, env = "SHARDLOG_LOG", default_value = "info")]
     pub log: String,

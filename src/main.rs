@@ -30,6 +30,14 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
 
+    match shardlog::metadata::Catalog::init(&config.data_dir) {
+        Ok(c) => tracing::info!(cluster_id = %c.cluster_id, topics = c.topics.len(), "topic catalog loaded"),
+        Err(e) => {
+            tracing::error!(dir = %config.data_dir.display(), error = %e, "cannot read or create the topic catalog");
+            return ExitCode::FAILURE;
+        }
+    }
+
     // Block the signals before any executor thread starts (threads inherit the mask),
     // so only the signal thread below receives them.
     let mut signals = SigSet::empty();
@@ -132,10 +140,12 @@ async fn run_shard(
         }
     };
     let mesh_task = glommio::spawn_local(serve_mesh(shard.clone(), receivers));
+    let timers = glommio::spawn_local(shard.groups.clone().run_timers(shutdown.clone()));
     tracing::info!(shard = id, listen = %config.listen, "shard ready");
 
     shardlog::net::listener::run(shard.clone(), listener, shutdown.clone()).await;
     shutdown.drained(nr_shards).await;
+    timers.await;
     shard.close_logs().await;
     shard.close_mesh();
     mesh_task.await;

@@ -100,6 +100,18 @@ impl Catalog {
         }
     }
 
+    /// Reads the catalog, creating and saving a new one (with its cluster id) when
+    /// none exists. Called once before the shards start, so they all read the
+    /// same cluster id.
+    pub fn init(data_dir: &Path) -> io::Result<Catalog> {
+        let exists = Self::path(data_dir).exists();
+        let catalog = Self::load(data_dir)?;
+        if !exists {
+            catalog.save(data_dir)?;
+        }
+        Ok(catalog)
+    }
+
     /// Writes the catalog durably: temporary file, fsync, rename, fsync of the dir.
     pub fn save(&self, data_dir: &Path) -> io::Result<()> {
         let path = Self::path(data_dir);

@@ -17,15 +17,29 @@ use crate::shard::Shard;
 pub mod api_versions;
 pub mod create_partitions;
 pub mod create_topics;
+pub mod delete_groups;
 pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
+pub mod describe_groups;
 pub mod fetch;
+pub mod find_coordinator;
+mod group_route;
+pub mod heartbeat;
 pub mod init_producer_id;
+pub mod join_group;
+pub mod leave_group;
+pub mod list_groups;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offset_commit;
+pub mod offset_delete;
+pub mod offset_fetch;
 pub mod produce;
+pub mod sync_group;
 mod util;
+
+pub use util::now_ms;
 
 /// The inclusive version range a handler implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +61,17 @@ pub const REGISTRY: &[(ApiKey, Versions)] = &[
     (ApiKey::DescribeConfigs, describe_configs::VERSIONS),
     (ApiKey::CreatePartitions, create_partitions::VERSIONS),
     (ApiKey::DescribeCluster, describe_cluster::VERSIONS),
+    (ApiKey::FindCoordinator, find_coordinator::VERSIONS),
+    (ApiKey::JoinGroup, join_group::VERSIONS),
+    (ApiKey::SyncGroup, sync_group::VERSIONS),
+    (ApiKey::Heartbeat, heartbeat::VERSIONS),
+    (ApiKey::LeaveGroup, leave_group::VERSIONS),
+    (ApiKey::OffsetCommit, offset_commit::VERSIONS),
+    (ApiKey::OffsetFetch, offset_fetch::VERSIONS),
+    (ApiKey::ListGroups, list_groups::VERSIONS),
+    (ApiKey::DescribeGroups, describe_groups::VERSIONS),
+    (ApiKey::DeleteGroups, delete_groups::VERSIONS),
+    (ApiKey::OffsetDelete, offset_delete::VERSIONS),
 ];
 
 /// The versions of `api` this broker implements, if any.
@@ -117,6 +142,17 @@ pub async fn dispatch(ctx: Ctx, request: Request) -> Result<Outcome, Refusal> {
         RequestKind::InitProducerId(r) => respond(ResponseKind::InitProducerId(init_producer_id::handle(&ctx, r).await)),
         RequestKind::DescribeConfigs(r) => respond(ResponseKind::DescribeConfigs(describe_configs::handle(&ctx, r))),
         RequestKind::DescribeCluster(r) => respond(ResponseKind::DescribeCluster(describe_cluster::handle(&ctx, r))),
+        RequestKind::FindCoordinator(r) => respond(ResponseKind::FindCoordinator(find_coordinator::handle(&ctx, r))),
+        RequestKind::JoinGroup(r) => Ok(join_group::handle(&ctx, r).await),
+        RequestKind::SyncGroup(r) => Ok(sync_group::handle(&ctx, r).await),
+        RequestKind::Heartbeat(r) => Ok(heartbeat::handle(&ctx, r).await),
+        RequestKind::LeaveGroup(r) => Ok(leave_group::handle(&ctx, r).await),
+        RequestKind::OffsetCommit(r) => Ok(offset_commit::handle(&ctx, r).await),
+        RequestKind::OffsetFetch(r) => Ok(offset_fetch::handle(&ctx, r).await),
+        RequestKind::ListGroups(r) => Ok(list_groups::handle(&ctx, r).await),
+        RequestKind::DescribeGroups(r) => Ok(describe_groups::handle(&ctx, r).await),
+        RequestKind::DeleteGroups(r) => Ok(delete_groups::handle(&ctx, r).await),
+        RequestKind::OffsetDelete(r) => Ok(offset_delete::handle(&ctx, r).await),
         _ => Err(Refusal::UnsupportedVersion { api, version }),
     }
 }

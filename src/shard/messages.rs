@@ -69,6 +69,9 @@ pub enum ShardRequest {
     /// Data plane, to a partition's owner: ListOffsets for one timestamp spec
     /// (-1 latest, -2 earliest, -3 max timestamp, else a timestamp in ms).
     ListOffset { topic: TopicName, partition: i32, timestamp: i64, reply: Reply<ListedOffset> },
+    /// To a group's coordinating shard: one group request (or the part of a
+    /// multi-group request for the groups that shard coordinates).
+    Group { call: Box<super::groups::GroupCall>, reply: Reply<kafka_protocol::messages::ResponseKind> },
     /// Control plane, to shard 0: create topics (or only validate them).
     CreateTopics { topics: Vec<NewTopic>, validate_only: bool, reply: Reply<Vec<Result<TopicMeta, CatalogError>>> },
     /// Control plane, to shard 0: delete topics by name.

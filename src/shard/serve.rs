@@ -126,6 +126,9 @@ pub async fn execute(shard: &Rc<Shard>, request: ShardRequest) {
                 let _ = reply.send(control.allocate_producer_id());
             }
         }
+        ShardRequest::Group { call, reply } => {
+            shard.groups.submit(*call, reply).await;
+        }
         ShardRequest::CatalogChanged { catalog, reply } => {
             let shard = shard.clone();
             spawn_detached(async move {

@@ -12,6 +12,7 @@ use kafka_protocol::messages::TopicName;
 use uuid::Uuid;
 
 use super::control::Control;
+use super::groups::GroupHost;
 use super::messages::{ShardId, ShardRequest};
 use crate::config::Config;
 use crate::log::{LogConfig, PartitionLog};
@@ -39,6 +40,8 @@ pub struct Shard {
     /// The partition logs this shard owns, by (topic, partition).
     logs: RefCell<HashMap<(String, i32), Rc<OwnedLog>>>,
     senders: Senders<ShardRequest>,
+    /// The group coordinator for the groups this shard coordinates.
+    pub groups: Rc<GroupHost>,
     /// Catalog writer and producer-id allocator; `Some` on shard 0 only.
     pub control: Option<Control>,
     /// Set once SIGINT/SIGTERM arrived: no new connections are accepted.
@@ -56,6 +59,7 @@ impl Shard {
         let mut catalog = Catalog::load(&config.data_dir)?;
         catalog.fit_to_shards(nr_shards);
         let control = if id == 0 { Some(Control::load(&config.data_dir, &catalog)?) } else { None };
+        let groups = Rc::new(GroupHost::open(&config, id, nr_shards).await?);
         let shard = Rc::new(Shard {
             id,
             nr_shards,
@@ -63,6 +67,7 @@ impl Shard {
             catalog: RefCell::new(Rc::new(Catalog::default())),
             logs: RefCell::new(HashMap::new()),
             senders,
+            groups,
             control,
             stopping: Cell::new(false),
         });
@@ -165,8 +170,10 @@ impl Shard {
         }
     }
 
-    /// Closes every log this shard owns (flush, fdatasync, truncate to size).
+    /// Closes every log this shard owns (flush, fdatasync, truncate to size),
+    /// the offsets partitions included.
     pub async fn close_logs(&self) {
+        self.groups.close().await;
         let logs: Vec<_> = self.logs.borrow_mut().drain().collect();
         for ((topic, p), owned) in logs {
             if let Err(e) = owned.log.close().await {

@@ -1,0 +1,41 @@
+//! Sending group requests to the shard that coordinates the group (see
+//! [`crate::shard::groups`]), shared by the group API handlers.
+
+use futures_channel::oneshot;
+use kafka_protocol::messages::{RequestKind, ResponseKind};
+
+use super::{Ctx, Deferred};
+use crate::shard::groups::{coordinator_shard, GroupCall};
+use crate::shard::ShardRequest;
+
+/// Sends `request` to shard `to` now (so requests keep their order) and returns
+/// the wait for its response. `None` when the shard dropped it (shutdown).
+pub async fn send(ctx: &Ctx, to: usize, request: RequestKind) -> oneshot::Receiver<ResponseKind> {
+    let call = GroupCall {
+        request,
+        api_version: ctx.api_version,
+        client_id: ctx.client_id.clone(),
+        client_host: ctx.client_host.clone(),
+    };
+    let (tx, rx) = oneshot::channel();
+    ctx.shard.send(to, ShardRequest::Group { call: Box::new(call), reply: tx }).await;
+    rx
+}
+
+/// Routes a single-group request to its coordinator; the response is deferred
+/// (a JoinGroup may be parked for a whole rebalance).
+pub async fn to_group(ctx: &Ctx, group_id: &str, request: RequestKind) -> Deferred {
+    let rx = send(ctx, coordinator_shard(group_id, ctx.shard.nr_shards), request).await;
+    Box::pin(async move { rx.await.ok() })
+}
+
+/// Splits `items` by the shard coordinating each item's group: one list of
+/// (position in `items`, item) per shard that has any.
+pub fn split_by_shard<T>(items: Vec<T>, group_of: impl Fn(&T) -> &str, nr_shards: usize) -> Vec<(usize, Vec<(usize, T)>)> {
+    let mut per: Vec<Vec<(usize, T)>> = (0..nr_shards).map(|_| Vec::new()).collect();
+    for (i, item) in items.into_iter().enumerate() {
+        let s = coordinator_shard(group_of(&item), nr_shards);
+        per[s].push((i, item));
+    }
+    per.into_iter().enumerate().filter(|(_, v)| !v.is_empty()).collect()
+}

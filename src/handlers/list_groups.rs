@@ -1,0 +1,29 @@
+//! ListGroups (key 16): every shard lists the groups it coordinates (with the
+//! request's state and type filters); the lists are concatenated.
+
+use kafka_protocol::messages::{ListGroupsRequest, ListGroupsResponse, RequestKind, ResponseKind};
+
+use super::{group_route, Ctx, Outcome, Versions};
+
+pub const VERSIONS: Versions = Versions { min: 0, max: 5 };
+
+/// Lists groups; the error code is the first shard's non-zero one
+/// (COORDINATOR_LOAD_IN_PROGRESS while a shard loads).
+pub async fn handle(ctx: &Ctx, request: ListGroupsRequest) -> Outcome {
+    let mut waits = Vec::new();
+    for shard in 0..ctx.shard.nr_shards {
+        waits.push(group_route::send(ctx, shard, RequestKind::ListGroups(request.clone())).await);
+    }
+    Outcome::Later(Box::pin(async move {
+        let mut out = ListGroupsResponse::default();
+        for rx in waits {
+            if let Ok(ResponseKind::ListGroups(r)) = rx.await {
+                if out.error_code == 0 {
+                    out.error_code = r.error_code;
+                }
+                out.groups.extend(r.groups);
+            }
+        }
+        Some(ResponseKind::ListGroups(out))
+    }))
+}

@@ -1,0 +1,59 @@
+//! OffsetCommit (key 8): partitions of topics that do not exist are answered here
+//! with UNKNOWN_TOPIC_OR_PARTITION (as Kafka does); the rest go to the group's
+//! coordinating shard, which answers once the commit is durable.
+
+use kafka_protocol::messages::offset_commit_response::{OffsetCommitResponsePartition, OffsetCommitResponseTopic};
+use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse, RequestKind, ResponseKind};
+
+use super::{group_route, Ctx, Outcome, Versions};
+
+pub const VERSIONS: Versions = Versions { min: 2, max: 9 };
+
+const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+
+/// Commits offsets for a group member or a simple (`assign()`) consumer.
+pub async fn handle(ctx: &Ctx, mut request: OffsetCommitRequest) -> Outcome {
+    let catalog = ctx.shard.catalog();
+    // (topic index in the request, partition) pairs refused here.
+    let mut unknown: Vec<(usize, i32)> = Vec::new();
+    for (ti, t) in request.topics.iter_mut().enumerate() {
+        let count = catalog.topic(t.name.as_str()).map_or(0, |m| m.partition_shards.len() as i32);
+        t.partitions.retain(|p| {
+            let ok = p.partition_index >= 0 && p.partition_index < count;
+            if !ok {
+                unknown.push((ti, p.partition_index));
+            }
+            ok
+        });
+    }
+    let names: Vec<_> = request.topics.iter().map(|t| t.name.clone()).collect();
+    let group_id = request.group_id.0.to_string();
+    let routed = group_route::to_group(ctx, &group_id, RequestKind::OffsetCommit(request)).await;
+    if unknown.is_empty() {
+        return Outcome::Later(routed);
+    }
+    Outcome::Later(Box::pin(async move {
+        let mut response = match routed.await? {
+            ResponseKind::OffsetCommit(r) => r,
+            other => return Some(other),
+        };
+        merge_unknown(&mut response, &names, unknown);
+        Some(ResponseKind::OffsetCommit(response))
+    }))
+}
+
+fn merge_unknown(response: &mut OffsetCommitResponse, names: &[kafka_protocol::messages::TopicName], unknown: Vec<(usize, i32)>) {
+    for (ti, partition) in unknown {
+        let name = &names[ti];
+        let idx = match response.topics.iter().position(|t| &t.name == name) {
+            Some(i) => i,
+            None => {
+                response.topics.push(OffsetCommitResponseTopic::default().with_name(name.clone()));
+                response.topics.len() - 1
+            }
+        };
+        response.topics[idx].partitions.push(
+            OffsetCommitResponsePartition::default().with_partition_index(partition).with_error_code(UNKNOWN_TOPIC_OR_PARTITION),
+        );
+    }
+}

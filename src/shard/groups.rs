@@ -1,0 +1,298 @@
+//! [`GroupHost`]: runs the pure [`GroupCoordinator`] for the groups a shard
+//! coordinates, with their durable state in internal logs.
+//!
+//! Placement follows Kafka's `__consumer_offsets`: a group belongs to offsets
+//! partition `abs(javaHashCode(group_id)) % OFFSETS_PARTITIONS`, and offsets
+//! partition `p` lives on shard `p % nr_shards`. Each offsets partition is a
+//! [`PartitionLog`] under `<data-dir>/meta/consumer-offsets-<p>/` holding one record
+//! per [`GroupRecord`] (key/value as its `encode` gives them, null value for
+//! tombstones). At start-up the shard replays its partitions into the coordinator
+//! (later records override earlier ones) before it serves.
+//!
+//! Lives on: every shard, each with its own coordinator for its own groups.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::Path;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use futures_channel::oneshot;
+use futures_lite::future;
+use kafka_protocol::messages::{RequestKind, ResponseKind};
+use kafka_protocol::records::{Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
+
+use crate::config::{Config, FlushPolicy};
+use crate::coordinator::{CoordinatorConfig, GroupCoordinator, GroupRecord, Output, RequestToken};
+use crate::log::{AppendError, LogConfig, PartitionLog};
+
+/// Number of offsets partitions (Kafka's `offsets.topic.num.partitions` default).
+pub const OFFSETS_PARTITIONS: usize = 50;
+
+/// How often the timer loop looks for due coordinator deadlines, at most (ms).
+const TICK_MS: u64 = 100;
+
+/// Java's `String.hashCode` over UTF-16 code units, as Kafka uses for placement.
+pub fn java_string_hash(s: &str) -> i32 {
+    s.encode_utf16().fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(c as i32))
+}
+
+/// The offsets partition of `group_id` (Kafka `GroupMetadataManager.partitionFor`).
+pub fn offsets_partition(group_id: &str) -> usize {
+    ((java_string_hash(group_id) & 0x7fff_ffff) as usize) % OFFSETS_PARTITIONS
+}
+
+/// The shard that coordinates `group_id`.
+pub fn coordinator_shard(group_id: &str, nr_shards: usize) -> usize {
+    offsets_partition(group_id) % nr_shards.max(1)
+}
+
+/// A group request as it crosses to the coordinating shard.
+#[derive(Debug)]
+pub struct GroupCall {
+    pub request: RequestKind,
+    pub api_version: i16,
+    pub client_id: String,
+    pub client_host: String,
+}
+
+/// The group coordinator runtime of one shard.
+pub struct GroupHost {
+    coordinator: RefCell<GroupCoordinator>,
+    /// Owned offsets partitions, by partition number.
+    logs: HashMap<usize, Rc<PartitionLog>>,
+    /// Parked and in-flight requests waiting for their `Respond`.
+    waiting: RefCell<HashMap<RequestToken, oneshot::Sender<ResponseKind>>>,
+    next_token: Cell<RequestToken>,
+}
+
+fn now_ms() -> i64 {
+    crate::handlers::now_ms()
+}
+
+impl GroupHost {
+    /// Opens the offsets partitions shard `id` owns and replays them.
+    pub async fn open(config: &Config, id: usize, nr_shards: usize) -> std::io::Result<GroupHost> {
+        let coordinator_config = CoordinatorConfig {
+            min_session_timeout_ms: config.group_min_session_timeout_ms,
+            max_session_timeout_ms: config.group_max_session_timeout_ms,
+            initial_rebalance_delay_ms: config.group_initial_rebalance_delay_ms,
+            offsets_retention_ms: config.offsets_retention_minutes.saturating_mul(60_000),
+            ..CoordinatorConfig::default()
+        };
+        let mut coordinator = GroupCoordinator::new(coordinator_config);
+        coordinator.set_loading(true, now_ms());
+        let mut logs = HashMap::new();
+        let mut loaded = 0usize;
+        for p in (0..OFFSETS_PARTITIONS).filter(|p| p % nr_shards.max(1) == id) {
+            let dir = config.data_dir.join("meta").join(format!("consumer-offsets-{p}"));
+            let log = PartitionLog::open(dir.clone(), log_config(config)).await?;
+            loaded += replay(&log, &mut coordinator, &dir).await?;
+            logs.insert(p, log);
+        }
+        coordinator.set_loading(false, now_ms());
+        tracing::info!(shard = id, records = loaded, groups = coordinator.group_count(), "group coordinator loaded");
+        Ok(GroupHost { coordinator: RefCell::new(coordinator), logs, waiting: RefCell::new(HashMap::new()), next_token: Cell::new(1) })
+    }
+
+    /// Feeds one request to the coordinator. Its response arrives on `reply`, maybe
+    /// much later (a parked JoinGroup or SyncGroup). Appends it causes are started
+    /// before this returns, so they keep the order of the requests.
+    pub async fn submit(&self, call: GroupCall, reply: oneshot::Sender<ResponseKind>) {
+        let token = self.next_token.get();
+        self.next_token.set(token + 1);
+        self.waiting.borrow_mut().insert(token, reply);
+        let now = now_ms();
+        let v = call.api_version;
+        let outputs = {
+            let mut c = self.coordinator.borrow_mut();
+            match call.request {
+                RequestKind::JoinGroup(r) => c.join_group(token, v, r, &call.client_id, &call.client_host, now),
+                RequestKind::SyncGroup(r) => c.sync_group(token, v, r, now),
+                RequestKind::Heartbeat(r) => c.heartbeat(token, v, r, now),
+                RequestKind::LeaveGroup(r) => c.leave_group(token, v, r, now),
+                RequestKind::OffsetCommit(r) => c.offset_commit(token, v, r, now),
+                RequestKind::OffsetFetch(r) => c.offset_fetch(token, v, r, now),
+                RequestKind::ListGroups(r) => c.list_groups(token, v, r, now),
+                RequestKind::DescribeGroups(r) => c.describe_groups(token, v, r, now),
+                RequestKind::DeleteGroups(r) => c.delete_groups(token, v, r, now),
+                RequestKind::OffsetDelete(r) => c.offset_delete(token, v, r, now),
+                other => {
+                    tracing::error!(request = ?other, "not a group request");
+                    self.waiting.borrow_mut().remove(&token);
+                    Vec::new()
+                }
+            }
+        };
+        self.run(outputs).await;
+    }
+
+    /// Calls `tick` whenever a deadline is due; runs until the shard stops.
+    pub async fn run_timers(self: Rc<Self>, stop: crate::shutdown::Shutdown) {
+        while !stop.is_requested() {
+            let now = now_ms();
+            let due = self.coordinator.borrow().next_deadline().is_some_and(|d| d <= now);
+            if due {
+                let outputs = self.coordinator.borrow_mut().tick(now);
+                self.run(outputs).await;
+            }
+            let wait = self.coordinator.borrow().next_deadline().map_or(TICK_MS, |d| (d - now_ms()).clamp(1, TICK_MS as i64) as u64);
+            glommio::timer::sleep(Duration::from_millis(wait)).await;
+        }
+    }
+
+    /// Carries out outputs in order: appends start now; each response leaves once
+    /// every append before it is written.
+    async fn run(&self, outputs: Vec<Output>) {
+        enum Step {
+            Append(Pin<Box<dyn Future<Output = Result<(), AppendError>>>>),
+            Respond(Option<oneshot::Sender<ResponseKind>>, ResponseKind),
+        }
+        let mut steps = Vec::with_capacity(outputs.len());
+        for output in outputs {
+            match output {
+                Output::Persist(record) => {
+                    let Some(log) = self.logs.get(&offsets_partition(record.group())).cloned() else {
+                        tracing::error!(group = record.group(), "no offsets partition on this shard for the group");
+                        continue;
+                    };
+                    let batch = encode_record(&record);
+                    let mut append: Pin<Box<dyn Future<Output = Result<(), AppendError>>>> =
+                        Box::pin(async move { log.append(batch, now_ms()).await.map(|_| ()) });
+                    // First poll assigns the offset: records keep the order of outputs.
+                    match future::poll_once(&mut append).await {
+                        Some(r) => steps.push(Step::Append(Box::pin(future::ready(r)))),
+                        None => steps.push(Step::Append(append)),
+                    }
+                }
+                Output::Respond { token, response } => {
+                    steps.push(Step::Respond(self.waiting.borrow_mut().remove(&token), response));
+                }
+            }
+        }
+        if steps.iter().all(|s| matches!(s, Step::Respond(..))) {
+            for s in steps {
+                if let Step::Respond(Some(tx), r) = s {
+                    let _ = tx.send(r);
+                }
+            }
+            return;
+        }
+        glommio::spawn_local(async move {
+            for s in steps {
+                match s {
+                    Step::Append(f) => {
+                        if let Err(e) = f.await {
+                            // The coordinator already applied the change in memory; it
+                            // is lost at restart. Say so loudly.
+                            tracing::error!(error = %e, "writing group state failed");
+                        }
+                    }
+                    Step::Respond(Some(tx), r) => {
+                        let _ = tx.send(r);
+                    }
+                    Step::Respond(None, _) => {}
+                }
+            }
+        })
+        .detach();
+    }
+
+    /// Closes the offsets partitions (shutdown).
+    pub async fn close(&self) {
+        for (p, log) in &self.logs {
+            if let Err(e) = log.close().await {
+                tracing::warn!(partition = p, error = %e, "closing offsets partition failed");
+            }
+        }
+    }
+}
+
+fn log_config(config: &Config) -> LogConfig {
+    LogConfig {
+        segment_bytes: 100 << 20,
+        index_interval_bytes: config.index_interval_bytes,
+        // Committed offsets are acknowledged only once durable, whatever the data
+        // topics' policy: a kill -9 must not lose an acknowledged commit.
+        flush: FlushPolicy::Always,
+        flush_interval_ms: config.flush_interval_ms,
+        cache_bytes: 64 << 10,
+        log_append_time: false,
+    }
+}
+
+/// One record batch holding the record's key and value (null for tombstones).
+fn encode_record(record: &GroupRecord) -> Bytes {
+    let (key, value) = record.encode();
+    let value = if record.is_tombstone() { None } else { Some(Bytes::from(value)) };
+    let r = Record {
+        transactional: false,
+        control: false,
+        delete_horizon: false,
+        partition_leader_epoch: 0,
+        producer_id: -1,
+        producer_epoch: -1,
+        timestamp_type: TimestampType::Creation,
+        offset: 0,
+        sequence: -1,
+        timestamp: now_ms(),
+        key: Some(Bytes::from(key)),
+        value,
+        headers: Default::default(),
+    };
+    let mut buf = BytesMut::new();
+    let options = RecordEncodeOptions { version: 2, compression: Compression::None };
+    // Encoding an uncompressed v2 batch into memory cannot fail.
+    RecordBatchEncoder::encode(&mut buf, [&r], &options).expect("encoding an in-memory record batch");
+    buf.freeze()
+}
+
+/// Replays one offsets partition into the coordinator; returns the record count.
+async fn replay(log: &PartitionLog, coordinator: &mut GroupCoordinator, dir: &Path) -> std::io::Result<usize> {
+    let mut offset = log.log_start_offset();
+    let end = log.high_watermark();
+    let mut count = 0;
+    while offset < end {
+        let mut chunk = log
+            .read(offset, 1 << 20)
+            .await
+            .map_err(|e| std::io::Error::other(format!("reading {}: {e}", dir.display())))?;
+        if chunk.is_empty() {
+            break;
+        }
+        while !chunk.is_empty() {
+            let set = RecordBatchDecoder::decode(&mut chunk)
+                .map_err(|e| std::io::Error::other(format!("decoding {}: {e}", dir.display())))?;
+            for r in set.records {
+                offset = offset.max(r.offset + 1);
+                let Some(key) = r.key.as_deref() else { continue };
+                match GroupRecord::decode(key, r.value.as_deref()) {
+                    Ok(record) => {
+                        coordinator.load(record);
+                        count += 1;
+                    }
+                    Err(e) => tracing::warn!(dir = %dir.display(), offset = r.offset, error = ?e, "skipping an undecodable group record"),
+                }
+            }
+        }
+    }
+    Ok(count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn java_hash_matches_kafka_placement() {
+        // "".hashCode() == 0, "a".hashCode() == 97, "group".hashCode() == 98629247
+        assert_eq!(java_string_hash(""), 0);
+        assert_eq!(java_string_hash("a"), 97);
+        assert_eq!(java_string_hash("group"), 98_629_247);
+        assert_eq!(offsets_partition("group"), 98_629_247 % 50);
+        assert_eq!(coordinator_shard("group", 2), (98_629_247 % 50) % 2);
+    }
+}
