@@ -26,6 +26,12 @@ pub struct CoordinatorConfig {
     /// `offset.metadata.max.bytes`: longest commit metadata string (bytes); longer gets
     /// OFFSET_METADATA_TOO_LARGE. Default 4096.
     pub offset_metadata_max_bytes: usize,
+    /// `group.consumer.heartbeat.interval.ms`: heartbeat interval (ms) given to
+    /// consumer-protocol (KIP-848) members in ConsumerGroupHeartbeat. Default 5000.
+    pub consumer_heartbeat_interval_ms: i32,
+    /// `group.consumer.session.timeout.ms`: a consumer-protocol member that does not
+    /// heartbeat for this long (ms) is removed. Default 45000.
+    pub consumer_session_timeout_ms: i32,
 }
 
 /// Kafka's `GroupCoordinator.NewMemberJoinTimeoutMs`: a new member parked in JoinGroup
@@ -42,6 +48,8 @@ impl Default for CoordinatorConfig {
             offsets_retention_ms: 7 * 24 * 60 * 60 * 1000,
             offsets_retention_check_interval_ms: 600_000,
             offset_metadata_max_bytes: 4096,
+            consumer_heartbeat_interval_ms: 5_000,
+            consumer_session_timeout_ms: 45_000,
         }
     }
 }

@@ -11,12 +11,15 @@ use kafka_protocol::messages::{
 use kafka_protocol::ResponseError;
 
 use super::ctx::sb;
+use super::group::CONSUMER_PROTOCOL_TYPE;
 use super::records::GroupRecord;
 use super::state::GroupState;
 use super::{GroupCoordinator, Output, RequestToken};
 
 /// Group type reported by ListGroups v5+ for classic-protocol groups.
 const CLASSIC_GROUP_TYPE: &str = "classic";
+/// Group type reported by ListGroups v5+ for consumer-protocol (KIP-848) groups.
+const CONSUMER_GROUP_TYPE: &str = "consumer";
 
 /// AclOperation bits READ(3) | DELETE(6) | DESCRIBE(8): what a group allows when no
 /// authorizer is configured.
@@ -25,9 +28,11 @@ const GROUP_AUTHORIZED_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8);
 impl GroupCoordinator {
     /// ListGroups, versions 0-5. Kafka source: `GroupCoordinator.handleListGroups`.
     ///
-    /// Groups sorted by id. v4+ `states_filter` and v5+ `types_filter` (only "classic"
-    /// groups exist here) match case-insensitively; empty filters match all. While
-    /// loading: COORDINATOR_LOAD_IN_PROGRESS and no groups.
+    /// Groups sorted by id. v4+ `states_filter` and v5+ `types_filter` ("classic" or
+    /// "consumer") match case-insensitively; empty filters match all. Consumer-protocol
+    /// groups report their KIP-848 state (Empty, Assigning, Reconciling, Stable) and
+    /// protocol type "consumer". While loading: COORDINATOR_LOAD_IN_PROGRESS and no
+    /// groups.
     pub fn list_groups(
         &mut self,
         token: RequestToken,
@@ -49,27 +54,31 @@ impl GroupCoordinator {
             } else {
                 Vec::new()
             };
-            if types.is_empty() || types.iter().any(|t| t == CLASSIC_GROUP_TYPE) {
-                let mut groups: Vec<_> = self
-                    .groups
-                    .values()
-                    .filter(|g| {
-                        states.is_empty() || states.contains(&g.state.as_str().to_lowercase())
-                    })
-                    .collect();
-                groups.sort_by(|a, b| a.group_id.cmp(&b.group_id));
-                r.groups = groups
-                    .into_iter()
-                    .map(|g| {
-                        let mut l = ListedGroup::default();
-                        l.group_id = sb(&g.group_id).into();
-                        l.protocol_type = sb(g.protocol_type.as_deref().unwrap_or(""));
-                        l.group_state = sb(g.state.as_str());
-                        l.group_type = sb(CLASSIC_GROUP_TYPE);
-                        l
-                    })
-                    .collect();
-            }
+            let mut groups: Vec<(&String, &str, &str)> = self
+                .groups
+                .values()
+                .map(|g| match &g.consumer {
+                    Some(cg) => (&g.group_id, cg.state_name(), CONSUMER_GROUP_TYPE),
+                    None => (&g.group_id, g.state.as_str(), CLASSIC_GROUP_TYPE),
+                })
+                .filter(|(_, state, ty)| {
+                    (states.is_empty() || states.contains(&state.to_lowercase()))
+                        && (types.is_empty() || types.iter().any(|t| t == ty))
+                })
+                .collect();
+            groups.sort_by(|a, b| a.0.cmp(b.0));
+            r.groups = groups
+                .into_iter()
+                .map(|(id, state, ty)| {
+                    let g = &self.groups[id];
+                    let mut l = ListedGroup::default();
+                    l.group_id = sb(id).into();
+                    l.protocol_type = sb(g.protocol_type.as_deref().unwrap_or(""));
+                    l.group_state = sb(state);
+                    l.group_type = sb(ty);
+                    l
+                })
+                .collect();
         }
         vec![Output::Respond {
             token,
@@ -83,6 +92,10 @@ impl GroupCoordinator {
     /// other states report members without them. Unknown groups: state "Dead" (v6+:
     /// with GROUP_ID_NOT_FOUND). Errors per group: COORDINATOR_LOAD_IN_PROGRESS.
     /// v3+ `include_authorized_operations`: READ|DELETE|DESCRIBE (no authorizer).
+    /// A consumer-protocol (KIP-848) group is described in the classic shape: its
+    /// KIP-848 state, protocol type "consumer", the assignor as protocol, and per member
+    /// a ConsumerProtocolSubscription / ConsumerProtocolAssignment (v0) of its topics and
+    /// current partitions.
     pub fn describe_groups(
         &mut self,
         token: RequestToken,
@@ -97,8 +110,33 @@ impl GroupCoordinator {
             if version >= 3 && req.include_authorized_operations {
                 d.authorized_operations = GROUP_AUTHORIZED_OPERATIONS;
             }
+            let consumer = self.groups.get(id.0.as_str()).and_then(|g| {
+                let names = self
+                    .topics
+                    .iter()
+                    .map(|(n, (t, _))| (*t, n.clone()))
+                    .collect();
+                g.describe_consumer_classic(&names)
+            });
             if let Some(code) = self.validate_group_status(&id.0, true) {
                 d.error_code = code;
+            } else if let Some((state, assignor, members)) = consumer {
+                d.group_state = sb(&state);
+                d.protocol_type = sb(CONSUMER_PROTOCOL_TYPE);
+                d.protocol_data = sb(&assignor);
+                d.members = members
+                    .into_iter()
+                    .map(|m| {
+                        let mut dm = DescribedGroupMember::default();
+                        dm.member_id = sb(&m.member_id);
+                        dm.group_instance_id = m.instance_id.as_deref().map(sb);
+                        dm.client_id = sb(&m.client_id);
+                        dm.client_host = sb(&m.client_host);
+                        dm.member_metadata = m.metadata;
+                        dm.member_assignment = m.assignment;
+                        dm
+                    })
+                    .collect();
             } else if let Some(g) = self.groups.get(id.0.as_str()) {
                 let stable = g.is(GroupState::Stable);
                 let protocol = g.protocol_name.clone().unwrap_or_default();
@@ -138,7 +176,7 @@ impl GroupCoordinator {
 
     /// DeleteGroups, versions 0-2. Kafka source: `GroupCoordinator.handleDeleteGroups`.
     ///
-    /// Only Empty groups are deleted: tombstones for each offset and the group are
+    /// Only Empty groups (classic, or consumer-protocol without members) are deleted: tombstones for each offset and the group are
     /// persisted before the response. Errors per group: COORDINATOR_LOAD_IN_PROGRESS,
     /// GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP. Duplicate ids are answered once.
     pub fn delete_groups(

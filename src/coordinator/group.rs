@@ -87,6 +87,9 @@ pub(crate) struct Group {
     pub offsets: BTreeMap<(String, i32), CommittedOffset>,
     /// Deadline currently indexed in the coordinator's timer heap.
     pub scheduled: Option<i64>,
+    /// `Some` for a consumer-protocol (KIP-848) group; the classic fields then only
+    /// mirror it (see `consumer.rs`).
+    pub consumer: Option<Box<super::consumer::ConsumerGroup>>,
 }
 
 impl Group {
@@ -109,6 +112,7 @@ impl Group {
             subscribed_topics: None,
             offsets: BTreeMap::new(),
             scheduled: None,
+            consumer: None,
         }
     }
 
@@ -362,6 +366,7 @@ impl Group {
         for &p in self.pending_members.values() {
             take(Some(p));
         }
+        take(self.consumer.as_ref().and_then(|c| c.next_deadline()));
         d
     }
 }

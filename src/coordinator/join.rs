@@ -40,7 +40,9 @@ impl GroupCoordinator {
     /// Immediate errors: INVALID_GROUP_ID, COORDINATOR_LOAD_IN_PROGRESS,
     /// INVALID_SESSION_TIMEOUT (outside min/max), UNKNOWN_MEMBER_ID (unknown member id or
     /// group), GROUP_MAX_SIZE_REACHED, INCONSISTENT_GROUP_PROTOCOL (protocol type differs
-    /// or no protocol in common), FENCED_INSTANCE_ID (static member with a stale id),
+    /// or no protocol in common, or the id belongs to a consumer-protocol group with
+    /// members; an empty one becomes a classic group, keeping its offsets),
+    /// FENCED_INSTANCE_ID (static member with a stale id),
     /// MEMBER_ID_REQUIRED (v4+, empty member id, no group.instance.id: the response
     /// carries the generated id `{client_id}-{uuid}`; static members get
     /// `{group_instance_id}-{uuid}` without the extra round trip).
@@ -107,6 +109,27 @@ impl GroupCoordinator {
                 ResponseError::InvalidSessionTimeout.code(),
             );
             return out;
+        }
+        if let Some(g) = self.groups.get(&group_id) {
+            if let Some(cg) = &g.consumer {
+                if !cg.members.is_empty() {
+                    // A consumer-protocol (KIP-848) group with members.
+                    fail(
+                        &mut out,
+                        &args.member_id,
+                        ResponseError::InconsistentGroupProtocol.code(),
+                    );
+                    return out;
+                }
+                // An empty consumer group becomes a classic one; its offsets stay.
+                let old = self.remove_group(&group_id).expect("group exists");
+                let mut g = Group::new(&group_id, Some(now_ms));
+                g.offsets = old.offsets;
+                self.groups.insert(group_id.clone(), g);
+                out.push(Output::Persist(super::GroupRecord::GroupTombstone {
+                    group: group_id.clone(),
+                }));
+            }
         }
         let is_unknown = args.member_id.is_empty();
         if !self.groups.contains_key(&group_id) {

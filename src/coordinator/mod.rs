@@ -1,4 +1,6 @@
-//! Consumer group coordinator for the classic group protocol, and committed offsets.
+//! Consumer group coordinator for the classic group protocol and the consumer group
+//! protocol of KIP-848 (`consumer` module: ConsumerGroupHeartbeat / ConsumerGroupDescribe
+//! with server-side assignment), and committed offsets.
 //!
 //! [`GroupCoordinator`] is a pure, deterministic state machine modelled on Apache Kafka's
 //! `kafka.coordinator.group.GroupCoordinator` / `GroupMetadata`: it does no I/O, owns no
@@ -27,7 +29,9 @@
 //!
 //! Lives on: the one shard (core) that coordinates its groups; never shared across cores.
 
+mod assignor;
 mod config;
+mod consumer;
 mod ctx;
 mod describe;
 mod group;
@@ -47,7 +51,7 @@ mod tests;
 use std::collections::{BTreeSet, HashMap};
 
 pub use config::CoordinatorConfig;
-pub use records::{DecodeError, GroupRecord, MemberRecord};
+pub use records::{ConsumerMemberRecord, DecodeError, GroupRecord, MemberRecord};
 pub use state::GroupState;
 
 use group::Group;
@@ -89,6 +93,8 @@ pub struct GroupCoordinator {
     next_retention_check_ms: Option<i64>,
     /// `Some((seed, counter))` for reproducible member ids (simulation, tests).
     deterministic_ids: Option<(u64, u64)>,
+    /// Topic name -> (topic id, partition count), for server-side assignment.
+    topics: consumer::TopicCatalog,
 }
 
 impl GroupCoordinator {
@@ -101,6 +107,7 @@ impl GroupCoordinator {
             timers: BTreeSet::new(),
             next_retention_check_ms: None,
             deterministic_ids: None,
+            topics: consumer::TopicCatalog::new(),
         }
     }
 
@@ -134,6 +141,7 @@ impl GroupCoordinator {
                     for m in g.members.values_mut() {
                         m.heartbeat_deadline = Some(now_ms + m.session_timeout_ms as i64);
                     }
+                    g.arm_consumer_timers(self.config.consumer_session_timeout_ms as i64, now_ms);
                 }
                 self.reschedule(&id);
             }
@@ -177,14 +185,18 @@ impl GroupCoordinator {
         }
     }
 
-    fn next_member_id(&mut self, prefix: &str) -> String {
-        let uuid = match &mut self.deterministic_ids {
+    fn next_uuid(&mut self) -> uuid::Uuid {
+        match &mut self.deterministic_ids {
             Some((seed, counter)) => {
                 *counter += 1;
                 uuid::Uuid::from_u64_pair(*seed, *counter)
             }
             None => uuid::Uuid::new_v4(),
-        };
+        }
+    }
+
+    fn next_member_id(&mut self, prefix: &str) -> String {
+        let uuid = self.next_uuid();
         format!("{prefix}-{uuid}")
     }
 

@@ -18,6 +18,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::ResponseError;
 
+use super::consumer::validate_member_epoch;
 use super::ctx::{sb, Ctx};
 use super::group::{CommittedOffset, Group, CONSUMER_PROTOCOL_TYPE};
 use super::records::GroupRecord;
@@ -36,6 +37,12 @@ fn topic_name(s: &str) -> TopicName {
 
 impl GroupCoordinator {
     /// OffsetCommit, versions 2-9. Kafka source: `GroupCoordinator.handleCommitOffsets`.
+    ///
+    /// For a consumer-protocol (KIP-848) group, `generation_id_or_member_epoch` is the
+    /// member's epoch: UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH (ahead of the
+    /// coordinator's), STALE_MEMBER_EPOCH (behind), UNSUPPORTED_VERSION (a member
+    /// committing with v8 or older); a negative epoch is accepted while the group has no
+    /// members.
     ///
     /// Accepted from a member of the current generation (Stable or PreparingRebalance;
     /// restarts its session timer), or as a simple commit (generation < 0, empty member
@@ -71,6 +78,7 @@ impl GroupCoordinator {
             None
         };
         let error = self.validate_commit(
+            version,
             &group_id,
             &member_id,
             instance.as_deref(),
@@ -129,6 +137,7 @@ impl GroupCoordinator {
     /// Kafka's `handleCommitOffsets` + `validateOffsetCommit`: `None` = store.
     fn validate_commit(
         &mut self,
+        version: i16,
         group_id: &str,
         member_id: &str,
         instance: Option<&str>,
@@ -146,6 +155,15 @@ impl GroupCoordinator {
                 .insert(group_id.to_string(), Group::new(group_id, Some(now)));
         }
         let group = self.groups.get_mut(group_id).expect("group exists");
+        if let Some(cg) = group.consumer.as_ref() {
+            // Consumer-protocol group: `generation` is the member epoch (Kafka's
+            // `ConsumerGroup.validateOffsetCommit`); members must use v9+.
+            let simple = generation < 0 && cg.members.is_empty();
+            if !simple && version < 9 && cg.members.contains_key(member_id) {
+                return Some(ResponseError::UnsupportedVersion.code());
+            }
+            return validate_member_epoch(cg, member_id, generation);
+        }
         if generation >= 0 || !member_id.is_empty() || instance.is_some() {
             if let Some(code) = group.validate_current_member(member_id, instance) {
                 return Some(code);
@@ -176,7 +194,8 @@ impl GroupCoordinator {
     /// Offsets are returned whatever the group state (simple consumers have no members).
     /// A partition without a committed offset gets offset -1, leader epoch -1, metadata
     /// "". Errors: COORDINATOR_LOAD_IN_PROGRESS (per partition in v1, top level in v2-7,
-    /// per group in v8+).
+    /// per group in v8+); v9 per group, for consumer-protocol groups when a member id or
+    /// epoch is given: UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH, FENCED_MEMBER_EPOCH.
     pub fn offset_fetch(
         &mut self,
         token: RequestToken,
@@ -192,7 +211,10 @@ impl GroupCoordinator {
                         .map(|t| (t.name.0.to_string(), t.partition_indexes.clone()))
                         .collect()
                 });
-                let (error, fetched) = self.fetch_group(&g.group_id.0, topics);
+                // v9: a consumer-protocol member identifies itself with its epoch.
+                let member = (version >= 9 && !(g.member_epoch < 0 && g.member_id.is_none()))
+                    .then(|| (g.member_id.as_deref().unwrap_or(""), g.member_epoch));
+                let (error, fetched) = self.fetch_group(&g.group_id.0, topics, member);
                 let mut rg = OffsetFetchResponseGroup::default();
                 rg.group_id = g.group_id.clone();
                 rg.error_code = error;
@@ -224,7 +246,7 @@ impl GroupCoordinator {
                     .map(|t| (t.name.0.to_string(), t.partition_indexes.clone()))
                     .collect()
             });
-            let (error, mut fetched) = self.fetch_group(&req.group_id.0, topics.clone());
+            let (error, mut fetched) = self.fetch_group(&req.group_id.0, topics.clone(), None);
             if error != 0 && version < 2 {
                 // v1 has no top-level error: report it on every requested partition.
                 fetched = topics
@@ -271,11 +293,23 @@ impl GroupCoordinator {
         &self,
         group_id: &str,
         topics: FetchTopics,
+        member: Option<(&str, i32)>,
     ) -> (i16, Vec<(String, Vec<Fetched>)>) {
         if let Some(code) = self.validate_group_status(group_id, true) {
             return (code, Vec::new());
         }
         let group = self.groups.get(group_id);
+        if let (Some((member_id, epoch)), Some(cg)) =
+            (member, group.and_then(|g| g.consumer.as_deref()))
+        {
+            let code = match cg.members.get(member_id) {
+                None => Some(ResponseError::UnknownMemberId.code()),
+                Some(_) => validate_member_epoch(cg, member_id, epoch),
+            };
+            if let Some(code) = code {
+                return (code, Vec::new());
+            }
+        }
         let lookup = |t: &str, p: i32| -> Fetched {
             match group.and_then(|g| g.offsets.get(&(t.to_string(), p))) {
                 Some(c) => (p, c.offset, c.leader_epoch, c.metadata.clone(), 0),

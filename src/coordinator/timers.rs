@@ -13,6 +13,8 @@ const MAX_ROUNDS: usize = 16;
 impl GroupCoordinator {
     /// Run every timer due at or before `now_ms` (ms since the epoch):
     ///
+    /// - consumer-protocol (KIP-848) members: session expiry and revocation (rebalance)
+    ///   timeout fence the member and bump the group epoch (the group is persisted);
     /// - session expiry (Kafka's `onExpireHeartbeat`): a member that did not heartbeat
     ///   within `session_timeout_ms` is removed and the group rebalances; parked members
     ///   are exempt, except new members after 5 min (`NewMemberJoinTimeoutMs`);
@@ -74,6 +76,7 @@ impl Group {
     fn run_timers(&mut self, ctx: &mut Ctx) {
         for _ in 0..MAX_ROUNDS {
             let mut fired = self.expire_sessions(ctx);
+            fired |= self.expire_consumer_members(ctx);
             if self.is(GroupState::PreparingRebalance) {
                 if let Some(t) = self.join_timer.filter(|t| t.deadline() <= ctx.now) {
                     fired = true;

@@ -8,6 +8,9 @@ use super::{Ctx, Deferred};
 use crate::shard::groups::{coordinator_shard, GroupCall};
 use crate::shard::ShardRequest;
 
+/// Answer for a group whose coordinating shard did not reply (shutdown).
+pub const UNKNOWN_SERVER_ERROR: i16 = -1;
+
 /// Sends `request` to shard `to` now (so requests keep their order) and returns
 /// the wait for its response. `None` when the shard dropped it (shutdown).
 pub async fn send(ctx: &Ctx, to: usize, request: RequestKind) -> oneshot::Receiver<ResponseKind> {
@@ -38,4 +41,39 @@ pub fn split_by_shard<T>(items: Vec<T>, group_of: impl Fn(&T) -> &str, nr_shards
         per[s].push((i, item));
     }
     per.into_iter().enumerate().filter(|(_, v)| !v.is_empty()).collect()
+}
+
+/// Scatter-gather for multi-group requests: sends each coordinating shard the
+/// request rebuilt (`build`) with just its groups, then gathers the per-group
+/// results (`results`) back into the order of `items`. A group whose shard did not
+/// answer gets `missing(item)`.
+pub async fn scatter<T, R>(
+    ctx: &Ctx,
+    items: Vec<T>,
+    group_of: fn(&T) -> &str,
+    build: impl Fn(Vec<T>) -> RequestKind,
+    results: fn(ResponseKind) -> Option<Vec<R>>,
+    missing: fn(T) -> R,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Vec<R>>>>
+where
+    T: Clone + 'static,
+    R: 'static,
+{
+    let keep = items.clone();
+    let mut waits = Vec::new();
+    for (shard, part) in split_by_shard(items, group_of, ctx.shard.nr_shards) {
+        let (positions, part): (Vec<usize>, Vec<T>) = part.into_iter().unzip();
+        waits.push((positions, send(ctx, shard, build(part)).await));
+    }
+    Box::pin(async move {
+        let mut slots: Vec<Option<R>> = keep.iter().map(|_| None).collect();
+        for (positions, rx) in waits {
+            if let Some(rs) = rx.await.ok().and_then(results) {
+                for (pos, r) in positions.into_iter().zip(rs) {
+                    slots[pos] = Some(r);
+                }
+            }
+        }
+        slots.into_iter().zip(keep).map(|(r, item)| r.unwrap_or_else(|| missing(item))).collect()
+    })
 }

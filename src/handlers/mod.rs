@@ -15,6 +15,8 @@ use crate::protocol::frame::Request;
 use crate::shard::Shard;
 
 pub mod api_versions;
+pub mod consumer_group_describe;
+pub mod consumer_group_heartbeat;
 pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_groups;
@@ -72,6 +74,8 @@ pub const REGISTRY: &[(ApiKey, Versions)] = &[
     (ApiKey::DescribeGroups, describe_groups::VERSIONS),
     (ApiKey::DeleteGroups, delete_groups::VERSIONS),
     (ApiKey::OffsetDelete, offset_delete::VERSIONS),
+    (ApiKey::ConsumerGroupHeartbeat, consumer_group_heartbeat::VERSIONS),
+    (ApiKey::ConsumerGroupDescribe, consumer_group_describe::VERSIONS),
 ];
 
 /// The versions of `api` this broker implements, if any.
@@ -153,6 +157,8 @@ pub async fn dispatch(ctx: Ctx, request: Request) -> Result<Outcome, Refusal> {
         RequestKind::DescribeGroups(r) => Ok(describe_groups::handle(&ctx, r).await),
         RequestKind::DeleteGroups(r) => Ok(delete_groups::handle(&ctx, r).await),
         RequestKind::OffsetDelete(r) => Ok(offset_delete::handle(&ctx, r).await),
+        RequestKind::ConsumerGroupHeartbeat(r) => Ok(consumer_group_heartbeat::handle(&ctx, r).await),
+        RequestKind::ConsumerGroupDescribe(r) => Ok(consumer_group_describe::handle(&ctx, r).await),
         _ => Err(Refusal::UnsupportedVersion { api, version }),
     }
 }

@@ -28,6 +28,7 @@ use kafka_protocol::records::{Compression, Record, RecordBatchDecoder, RecordBat
 use crate::config::{Config, FlushPolicy};
 use crate::coordinator::{CoordinatorConfig, GroupCoordinator, GroupRecord, Output, RequestToken};
 use crate::log::{AppendError, LogConfig, PartitionLog};
+use crate::metadata::Catalog;
 
 /// Number of offsets partitions (Kafka's `offsets.topic.num.partitions` default).
 pub const OFFSETS_PARTITIONS: usize = 50;
@@ -120,6 +121,10 @@ impl GroupHost {
                 RequestKind::DescribeGroups(r) => c.describe_groups(token, v, r, now),
                 RequestKind::DeleteGroups(r) => c.delete_groups(token, v, r, now),
                 RequestKind::OffsetDelete(r) => c.offset_delete(token, v, r, now),
+                RequestKind::ConsumerGroupHeartbeat(r) => {
+                    c.consumer_group_heartbeat(token, v, r, &call.client_id, &call.client_host, now)
+                }
+                RequestKind::ConsumerGroupDescribe(r) => c.consumer_group_describe(token, v, r, now),
                 other => {
                     tracing::error!(request = ?other, "not a group request");
                     self.waiting.borrow_mut().remove(&token);
@@ -127,6 +132,14 @@ impl GroupHost {
                 }
             }
         };
+        self.run(outputs).await;
+    }
+
+    /// Tells the coordinator the topics that exist (KIP-848 server-side assignment
+    /// needs their ids and partition counts). Called after every catalog change.
+    pub async fn set_topics(&self, catalog: &Catalog) {
+        let topics = catalog.topics.values().map(|t| (t.name.clone(), (t.id, t.partition_shards.len() as i32))).collect();
+        let outputs = self.coordinator.borrow_mut().set_topic_metadata(topics, now_ms());
         self.run(outputs).await;
     }
 

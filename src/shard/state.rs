@@ -157,6 +157,7 @@ impl Shard {
                 }
             }
         }
+        self.groups.set_topics(&catalog).await;
     }
 
     fn log_config(&self, topic: &EffectiveTopicConfig) -> LogConfig {

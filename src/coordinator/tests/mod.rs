@@ -3,6 +3,7 @@
 //! exactly once, and each response encodes in the version its request came with.
 
 mod admin;
+mod consumer;
 mod join_sync;
 mod offsets;
 mod records;

@@ -123,6 +123,7 @@ fn state_rebuilt_from_persisted_records_serves_same_offsets() {
             GroupRecord::Offset { .. } => "offset",
             GroupRecord::OffsetTombstone { .. } => "offset-tombstone",
             GroupRecord::GroupMetadata { .. } => "group",
+            GroupRecord::ConsumerGroup { .. } => "consumer-group",
             GroupRecord::GroupTombstone { .. } => "group-tombstone",
         })
         .collect();
