@@ -145,10 +145,20 @@ async fn run_shard(
 
     shardlog::net::listener::run(shard.clone(), listener, shutdown.clone()).await;
     shutdown.drained(nr_shards).await;
+    tracing::info!(shard = id, "all shards drained; closing logs");
     timers.await;
     shard.close_logs().await;
     shard.close_mesh();
-    mesh_task.await;
+    // Peers close their side once their logs are closed; don't wait forever.
+    if glommio::timer::timeout(std::time::Duration::from_secs(10), async {
+        mesh_task.await;
+        Ok(())
+    })
+    .await
+    .is_err()
+    {
+        tracing::warn!(shard = id, "mesh still open 10 s after closing; stopping anyway");
+    }
     tracing::debug!(shard = id, "shard stopped");
     Ok(())
 }

@@ -12,6 +12,9 @@ use super::connection;
 use crate::shard::Shard;
 use crate::shutdown::Shutdown;
 
+/// How long shutdown waits for connections to finish their in-flight requests.
+pub const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Accepts connections until `stop` resolves, then waits for every connection to
 /// finish its in-flight requests. Lives on one shard.
 pub async fn run(shard: Rc<Shard>, listener: TcpListener, stop: Shutdown) {
@@ -41,7 +44,14 @@ pub async fn run(shard: Rc<Shard>, listener: TcpListener, stop: Shutdown) {
             }
         }
     }
-    if let Err(e) = gate.close().await {
-        tracing::warn!(error = %e, "waiting for connections to close failed");
+    tracing::info!(shard = shard.id, "stopped accepting; draining connections");
+    let drained = glommio::timer::timeout(DRAIN_TIMEOUT, async {
+        let _ = gate.close().await;
+        Ok(())
+    })
+    .await;
+    match drained {
+        Ok(()) => tracing::info!(shard = shard.id, "connections drained"),
+        Err(_) => tracing::warn!(shard = shard.id, timeout_ms = DRAIN_TIMEOUT.as_millis() as u64, "connections still busy after the drain timeout; closing anyway"),
     }
 }
