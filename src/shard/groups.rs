@@ -14,7 +14,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::future::Future;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::time::Duration;
@@ -22,6 +22,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use futures_channel::oneshot;
 use futures_lite::future;
+use glommio::sync::Semaphore;
 use kafka_protocol::messages::{RequestKind, ResponseKind};
 use kafka_protocol::records::{Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
 
@@ -63,8 +64,14 @@ pub struct GroupCall {
 /// The group coordinator runtime of one shard.
 pub struct GroupHost {
     coordinator: RefCell<GroupCoordinator>,
-    /// Owned offsets partitions, by partition number.
-    logs: HashMap<usize, Rc<PartitionLog>>,
+    /// Owned offsets partitions opened so far, by partition number. A partition's
+    /// log is created on its first write, so a fresh broker starts without 50
+    /// always-synced logs to create.
+    logs: RefCell<HashMap<usize, Rc<PartitionLog>>>,
+    /// Serializes the creation of offsets partitions.
+    opening: Semaphore,
+    config: LogConfig,
+    meta_dir: PathBuf,
     /// Parked and in-flight requests waiting for their `Respond`.
     waiting: RefCell<HashMap<RequestToken, oneshot::Sender<ResponseKind>>>,
     next_token: Cell<RequestToken>,
@@ -88,15 +95,27 @@ impl GroupHost {
         coordinator.set_loading(true, now_ms());
         let mut logs = HashMap::new();
         let mut loaded = 0usize;
+        let meta_dir = config.data_dir.join("meta");
         for p in (0..OFFSETS_PARTITIONS).filter(|p| p % nr_shards.max(1) == id) {
-            let dir = config.data_dir.join("meta").join(format!("consumer-offsets-{p}"));
+            let dir = offsets_dir(&meta_dir, p);
+            if !dir.exists() {
+                continue;
+            }
             let log = PartitionLog::open(dir.clone(), log_config(config)).await?;
             loaded += replay(&log, &mut coordinator, &dir).await?;
             logs.insert(p, log);
         }
         coordinator.set_loading(false, now_ms());
         tracing::info!(shard = id, records = loaded, groups = coordinator.group_count(), "group coordinator loaded");
-        Ok(GroupHost { coordinator: RefCell::new(coordinator), logs, waiting: RefCell::new(HashMap::new()), next_token: Cell::new(1) })
+        Ok(GroupHost {
+            coordinator: RefCell::new(coordinator),
+            logs: RefCell::new(logs),
+            opening: Semaphore::new(1),
+            config: log_config(config),
+            meta_dir,
+            waiting: RefCell::new(HashMap::new()),
+            next_token: Cell::new(1),
+        })
     }
 
     /// Feeds one request to the coordinator. Its response arrives on `reply`, maybe
@@ -157,9 +176,32 @@ impl GroupHost {
         }
     }
 
+    /// The log of offsets partition `p`, created on first use.
+    async fn log_for(&self, p: usize) -> std::io::Result<Rc<PartitionLog>> {
+        if let Some(log) = self.logs.borrow().get(&p) {
+            return Ok(log.clone());
+        }
+        let _permit = self.opening.acquire_permit(1).await;
+        if let Some(log) = self.logs.borrow().get(&p) {
+            return Ok(log.clone());
+        }
+        let log = PartitionLog::open(offsets_dir(&self.meta_dir, p), self.config.clone()).await?;
+        self.logs.borrow_mut().insert(p, log.clone());
+        Ok(log)
+    }
+
     /// Carries out outputs in order: appends start now; each response leaves once
-    /// every append before it is written.
+    /// every append before it is written. (The first write to an offsets partition
+    /// waits for the partition to be created.)
     async fn run(&self, outputs: Vec<Output>) {
+        for output in &outputs {
+            if let Output::Persist(record) = output {
+                let p = offsets_partition(record.group());
+                if let Err(e) = self.log_for(p).await {
+                    tracing::error!(partition = p, error = %e, "creating an offsets partition failed");
+                }
+            }
+        }
         enum Step {
             Append(Pin<Box<dyn Future<Output = Result<(), AppendError>>>>),
             Respond(Option<oneshot::Sender<ResponseKind>>, ResponseKind),
@@ -168,7 +210,7 @@ impl GroupHost {
         for output in outputs {
             match output {
                 Output::Persist(record) => {
-                    let Some(log) = self.logs.get(&offsets_partition(record.group())).cloned() else {
+                    let Some(log) = self.logs.borrow().get(&offsets_partition(record.group())).cloned() else {
                         tracing::error!(group = record.group(), "no offsets partition on this shard for the group");
                         continue;
                     };
@@ -216,12 +258,17 @@ impl GroupHost {
 
     /// Closes the offsets partitions (shutdown).
     pub async fn close(&self) {
-        for (p, log) in &self.logs {
+        let logs: Vec<_> = self.logs.borrow().iter().map(|(p, l)| (*p, l.clone())).collect();
+        for (p, log) in logs {
             if let Err(e) = log.close().await {
                 tracing::warn!(partition = p, error = %e, "closing offsets partition failed");
             }
         }
     }
+}
+
+fn offsets_dir(meta_dir: &Path, p: usize) -> PathBuf {
+    meta_dir.join(format!("consumer-offsets-{p}"))
 }
 
 fn log_config(config: &Config) -> LogConfig {
