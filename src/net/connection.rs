@@ -18,6 +18,7 @@ use glommio::net::TcpStream;
 use kafka_protocol::messages::{ApiKey, ResponseHeader, ResponseKind};
 use kafka_protocol::protocol::Encodable;
 
+use super::segments::Segments;
 use super::split::Half;
 use crate::handlers::{self, Ctx, Outcome};
 use crate::protocol::frame::{check_frame_length, decode_request};
@@ -135,7 +136,6 @@ async fn fill(reader: &mut Half, buf: &mut BytesMut, want: usize) -> bool {
 }
 
 async fn write_loop(mut writer: Half, rx: LocalReceiver<Queued>, peer: Option<SocketAddr>) {
-    let mut out = BytesMut::with_capacity(READ_CHUNK);
     while let Some(q) = rx.recv().await {
         let response = match q.outcome {
             Outcome::Respond(r) => Some(r),
@@ -143,32 +143,45 @@ async fn write_loop(mut writer: Half, rx: LocalReceiver<Queued>, peer: Option<So
             Outcome::Silent => None,
         };
         let Some(response) = response else { continue };
-        out.clear();
-        if let Err(e) = encode(&mut out, q.correlation_id, q.api, q.api_version, &response) {
-            tracing::error!(?peer, api = ?q.api, version = q.api_version, error = %e, "closing connection: response encoding failed");
-            return;
-        }
-        if let Err(e) = writer.write_all(&out).await {
-            tracing::debug!(?peer, error = %e, "write failed");
-            return;
+        let frame = match encode(q.correlation_id, q.api, q.api_version, &response) {
+            Ok(frame) => frame,
+            Err(e) => {
+                tracing::error!(?peer, api = ?q.api, version = q.api_version, error = %e, "closing connection: response encoding failed");
+                return;
+            }
+        };
+        for segment in frame {
+            if let Err(e) = writer.write_all(&segment).await {
+                tracing::debug!(?peer, error = %e, "write failed");
+                return;
+            }
         }
     }
 }
 
-/// Writes one response frame: size, header (v0, or v1 for flexible versions;
-/// ApiVersions always v0), body.
-fn encode(out: &mut BytesMut, correlation_id: i32, api: ApiKey, version: i16, response: &ResponseKind) -> anyhow::Result<()> {
+/// Encodes one response frame: size, header (v0, or v1 for flexible versions;
+/// ApiVersions always v0), body. Fetch record batches are referenced, not copied.
+fn encode(correlation_id: i32, api: ApiKey, version: i16, response: &ResponseKind) -> anyhow::Result<Vec<Bytes>> {
     // An unsupported ApiVersions version is answered in v0 (KIP-511).
     let version = if api == ApiKey::ApiVersions && handlers::versions_of(api).is_some_and(|v| version > v.max || version < v.min) {
         0
     } else {
         version
     };
-    out.put_i32(0);
     let header = ResponseHeader::default().with_correlation_id(correlation_id);
-    header.encode(out, api.response_header_version(version))?;
-    response.encode(out, version)?;
+    let header_version = api.response_header_version(version);
+    if let ResponseKind::Fetch(fetch) = response {
+        let records = fetch.responses.iter().flat_map(|t| t.partitions.iter()).filter_map(|p| p.records.clone()).collect();
+        let mut out = Segments::new(records, 1024);
+        header.encode(&mut out, header_version)?;
+        fetch.encode(&mut out, version)?;
+        return Ok(out.finish());
+    }
+    let mut out = BytesMut::with_capacity(256);
+    out.put_i32(0);
+    header.encode(&mut out, header_version)?;
+    response.encode(&mut out, version)?;
     let size = (out.len() - 4) as i32;
     out[..4].copy_from_slice(&size.to_be_bytes());
-    Ok(())
+    Ok(vec![out.freeze()])
 }

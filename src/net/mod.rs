@@ -4,4 +4,5 @@
 
 pub mod connection;
 pub mod listener;
+mod segments;
 mod split;
