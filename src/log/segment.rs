@@ -52,6 +52,42 @@ pub struct Segment {
     pub max_ts: Cell<Option<(i64, i64)>>,
     /// Bytes of the partial last DMA block, `[align_down(size), size)` (active segment).
     pub tail: RefCell<Vec<u8>>,
+    /// The last large read from disk, kept so that sequential fetches (a consumer
+    /// catching up) are served from memory: one DMA read of [`READ_AHEAD`] bytes
+    /// instead of one per fetch.
+    readahead: RefCell<Option<ReadAhead>>,
+}
+
+/// Bytes read past what a fetch asked for; see [`Segment::read_bytes`].
+pub const READ_AHEAD: usize = 4 << 20;
+
+/// Read-ahead bytes a shard may hold across all its segments.
+pub const READ_AHEAD_BUDGET: usize = 64 << 20;
+
+thread_local! {
+    /// Read-ahead bytes held by this shard's segments.
+    static READ_AHEAD_HELD: Cell<usize> = const { Cell::new(0) };
+}
+
+/// One read-ahead buffer: `data` holds the segment bytes from file position `pos`.
+/// Its size counts against the shard's [`READ_AHEAD_BUDGET`] until dropped.
+#[derive(Debug)]
+struct ReadAhead {
+    pos: u64,
+    data: Bytes,
+}
+
+impl ReadAhead {
+    fn new(pos: u64, data: Bytes) -> ReadAhead {
+        READ_AHEAD_HELD.with(|h| h.set(h.get() + data.len()));
+        ReadAhead { pos, data }
+    }
+}
+
+impl Drop for ReadAhead {
+    fn drop(&mut self) {
+        READ_AHEAD_HELD.with(|h| h.set(h.get().saturating_sub(self.data.len())));
+    }
 }
 
 impl Segment {
@@ -67,6 +103,7 @@ impl Segment {
             bytes_since_index: Cell::new(0),
             max_ts: Cell::new(None),
             tail: RefCell::default(),
+            readahead: RefCell::default(),
         }
     }
 
@@ -167,15 +204,28 @@ impl Segment {
         true
     }
 
-    /// Reads `[pos, pos+len)` (clamped to the logical size) into `Bytes`.
+    /// Reads `[pos, pos+len)` (clamped to the logical size) into `Bytes`. Served from
+    /// the read-ahead buffer when it holds the range; otherwise one DMA read of at
+    /// least [`READ_AHEAD`] bytes (while the shard's budget allows) whose surplus is
+    /// kept for the next sequential read. Written bytes below the logical size never
+    /// change, so buffered bytes stay valid.
     pub async fn read_bytes(&self, pos: u64, len: usize) -> io::Result<Bytes> {
         let end = (pos + len as u64).min(self.size.get());
         if end <= pos {
             return Ok(Bytes::new());
         }
+        if let Some(ra) = self.readahead.borrow().as_ref() {
+            if pos >= ra.pos && end <= ra.pos + ra.data.len() as u64 {
+                return Ok(ra.data.slice((pos - ra.pos) as usize..(end - ra.pos) as usize));
+            }
+        }
+        let held_elsewhere = READ_AHEAD_HELD.with(|h| h.get())
+            - self.readahead.borrow().as_ref().map_or(0, |r| r.data.len());
+        let want = if held_elsewhere + READ_AHEAD <= READ_AHEAD_BUDGET { (end - pos).max(READ_AHEAD as u64) } else { end - pos };
+        let read_end = (pos + want).min(self.size.get());
         let r = self
             .file
-            .read_at(pos, (end - pos) as usize)
+            .read_at(pos, (read_end - pos) as usize)
             .await
             .map_err(io::Error::from)?;
         if r.len() < (end - pos) as usize {
@@ -184,7 +234,12 @@ impl Segment {
                 format!("short read at {pos} in segment {}", self.base_offset),
             ));
         }
-        Ok(Bytes::copy_from_slice(&r[..]))
+        let data = Bytes::copy_from_slice(&r[..]);
+        let out = data.slice(..(end - pos) as usize);
+        if data.len() > out.len() {
+            *self.readahead.borrow_mut() = Some(ReadAhead::new(pos, data));
+        }
+        Ok(out)
     }
 
     /// Recovery scan of `[from, file_end)`: verifies each batch (header, length, CRC) and
