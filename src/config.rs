@@ -56,8 +56,8 @@ pub struct Config {
     #[arg(long, env = "SHARDLOG_MAX_REQUEST_BYTES", default_value_t = 100 << 20)]
     pub max_request_bytes: usize,
 
-    /// Create a topic on first Metadata or Produce naming it (Kafka
-    /// `auto.create.topics.enable`).
+    /// Create a topic when a Metadata request names it (Kafka
+    /// `auto.create.topics.enable`; producers ask for metadata first).
     #[arg(long, env = "SHARDLOG_AUTO_CREATE_TOPICS", default_value_t = true, action = clap::ArgAction::Set)]
     pub auto_create_topics: bool,
 
@@ -115,6 +115,26 @@ pub struct Config {
 }
 
 impl Config {
+    /// Checks values clap cannot: ranges that would make the broker useless.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.max_request_bytes < 1024 {
+            return Err(format!("--max-request-bytes must be at least 1024, got {}", self.max_request_bytes));
+        }
+        if self.segment_bytes < 1 << 20 {
+            return Err(format!("--segment-bytes must be at least 1048576 (1 MiB), got {}", self.segment_bytes));
+        }
+        if self.max_message_bytes < 0 {
+            return Err(format!("--max-message-bytes must not be negative, got {}", self.max_message_bytes));
+        }
+        if self.default_partitions < 1 {
+            return Err(format!("--default-partitions must be at least 1, got {}", self.default_partitions));
+        }
+        if self.cores == Some(0) {
+            return Err("--cores must be at least 1".into());
+        }
+        Ok(())
+    }
+
     /// The `host:port` clients are told to connect to.
     pub fn advertised(&self) -> (String, i32) {
         if let Some(a) = &self.advertised_listener {

@@ -24,11 +24,25 @@ fn main() -> ExitCode {
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr).init();
 
+    if let Err(e) = config.validate() {
+        tracing::error!("{e}");
+        return ExitCode::FAILURE;
+    }
     raise_memlock();
+    raise_nofile();
     if let Err(e) = std::fs::create_dir_all(&config.data_dir) {
         tracing::error!(dir = %config.data_dir.display(), error = %e, "cannot create the data dir");
         return ExitCode::FAILURE;
     }
+    // One broker per data dir, as Kafka's log-dir `.lock`: two would overwrite each
+    // other's segments. Held (by the open file) until the process exits.
+    let _lock = match lock_data_dir(&config.data_dir) {
+        Ok(lock) => lock,
+        Err(e) => {
+            tracing::error!(dir = %config.data_dir.display(), error = %e, "cannot lock the data dir; is another shardlog using it?");
+            return ExitCode::FAILURE;
+        }
+    };
 
     match shardlog::metadata::Catalog::init(&config.data_dir) {
         Ok(c) => tracing::info!(cluster_id = %c.cluster_id, topics = c.topics.len(), "topic catalog loaded"),
@@ -50,12 +64,13 @@ fn main() -> ExitCode {
 
     let cpus = core_affinity::get_core_ids().map(|c| c.len()).unwrap_or(1).max(1);
     let nr_shards = config.cores.unwrap_or(cpus).max(1);
-    let placement = if nr_shards <= cpus {
-        PoolPlacement::MaxSpread(nr_shards, None)
-    } else {
-        tracing::warn!(nr_shards, cpus, "more shards than CPUs: executors are not pinned");
-        PoolPlacement::Unbound(nr_shards)
-    };
+    if nr_shards > cpus {
+        // Thread-per-core: more executors than CPUs only makes them fight (and
+        // glommio's pool misbehaves past a few times the CPU count).
+        tracing::error!(nr_shards, cpus, "--cores must not exceed the CPUs this process may use");
+        return ExitCode::FAILURE;
+    }
+    let placement = PoolPlacement::MaxSpread(nr_shards, None);
     tracing::info!(
         nr_shards,
         listen = %config.listen,
@@ -161,6 +176,25 @@ async fn run_shard(
     }
     tracing::debug!(shard = id, "shard stopped");
     Ok(())
+}
+
+/// Takes an exclusive, non-blocking `flock` on `<data-dir>/.lock`.
+fn lock_data_dir(dir: &std::path::Path) -> std::io::Result<nix::fcntl::Flock<std::fs::File>> {
+    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(dir.join(".lock"))?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(|(_, errno)| std::io::Error::from(errno))
+}
+
+/// Every partition keeps its segment files open: raise the soft open-files limit to
+/// the hard one and log what we got.
+fn raise_nofile() {
+    match getrlimit(Resource::RLIMIT_NOFILE) {
+        Ok((soft, hard)) if soft < hard => match setrlimit(Resource::RLIMIT_NOFILE, hard, hard) {
+            Ok(()) => tracing::info!(nofile = hard, "RLIMIT_NOFILE raised"),
+            Err(e) => tracing::warn!(nofile = soft, error = %e, "cannot raise RLIMIT_NOFILE"),
+        },
+        Ok((soft, _)) => tracing::info!(nofile = soft, "RLIMIT_NOFILE"),
+        Err(e) => tracing::warn!(error = %e, "cannot read RLIMIT_NOFILE"),
+    }
 }
 
 /// glommio registers its io memory with io_uring when RLIMIT_MEMLOCK allows; raise

@@ -39,6 +39,10 @@ pub enum CatalogError {
     UnknownTopic(String),
     /// UNKNOWN_TOPIC_ID (100)
     UnknownTopicId(String),
+    /// INVALID_REQUEST (42), e.g. creating an internal topic
+    InvalidRequest(String),
+    /// KAFKA_STORAGE_ERROR (56): the change could not be persisted and was not made
+    Storage(String),
 }
 
 impl CatalogError {
@@ -50,6 +54,8 @@ impl CatalogError {
             CatalogError::InvalidPartitions(_) => 37,
             CatalogError::UnknownTopic(_) => 3,
             CatalogError::UnknownTopicId(_) => 100,
+            CatalogError::InvalidRequest(_) => 42,
+            CatalogError::Storage(_) => 56,
         }
     }
 
@@ -60,7 +66,9 @@ impl CatalogError {
             | CatalogError::InvalidTopic(m)
             | CatalogError::InvalidPartitions(m)
             | CatalogError::UnknownTopic(m)
-            | CatalogError::UnknownTopicId(m) => m,
+            | CatalogError::UnknownTopicId(m)
+            | CatalogError::InvalidRequest(m)
+            | CatalogError::Storage(m) => m,
         }
     }
 }
@@ -77,6 +85,10 @@ pub struct Catalog {
     #[serde(default)]
     pub version: u64,
 }
+
+/// Kafka's internal topic names; shardlog keeps their state elsewhere and refuses
+/// to create topics with these names.
+pub const INTERNAL_TOPICS: &[&str] = &["__consumer_offsets", "__transaction_state"];
 
 /// Largest partition count accepted for one topic.
 pub const MAX_PARTITIONS: i32 = 100_000;
@@ -160,6 +172,9 @@ impl Catalog {
     /// Checks that `name` could be created with `partitions` partitions.
     pub fn check_new_topic(&self, name: &str, partitions: i32) -> Result<(), CatalogError> {
         validate_topic_name(name).map_err(CatalogError::InvalidTopic)?;
+        if INTERNAL_TOPICS.contains(&name) {
+            return Err(CatalogError::InvalidRequest(format!("Creation of internal topic {name} is prohibited.")));
+        }
         if self.topics.contains_key(name) {
             return Err(CatalogError::TopicAlreadyExists(format!("Topic '{name}' already exists.")));
         }
@@ -291,6 +306,7 @@ mod tests {
         assert_eq!(c.create_topic("z", 0, BTreeMap::new(), 1).unwrap_err().code(), 37);
         assert_eq!(c.create_partitions("a.b", 1, 1).unwrap_err().code(), 37);
         assert_eq!(c.delete_topic("nope").unwrap_err().code(), 3);
+        assert_eq!(c.create_topic("__consumer_offsets", 1, BTreeMap::new(), 1).unwrap_err().code(), 42);
     }
 
     #[test]

@@ -70,7 +70,7 @@ pub fn validate(name: &str, value: Option<&str>) -> Result<(), String> {
         "max.message.bytes" | "index.interval.bytes" | "segment.index.bytes" | "min.insync.replicas" => {
             value.parse::<i32>().ok().filter(|v| *v >= 0).map(|_| ()).ok_or_else(bad)
         }
-        "segment.bytes" => value.parse::<i32>().ok().filter(|v| *v >= 14).map(|_| ()).ok_or_else(bad),
+        "segment.bytes" => value.parse::<i32>().ok().filter(|v| *v >= 1 << 20).map(|_| ()).ok_or_else(bad),
         "retention.ms" | "retention.bytes" | "local.retention.ms" | "local.retention.bytes" => {
             value.parse::<i64>().ok().filter(|v| *v >= -2).map(|_| ()).ok_or_else(bad)
         }

@@ -10,7 +10,7 @@ use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
 use super::create_topics::create;
 use super::util::{sb, topic_name};
 use super::{Ctx, Versions};
-use crate::metadata::{Catalog, TopicMeta};
+use crate::metadata::{Catalog, TopicMeta, INTERNAL_TOPICS};
 use crate::protocol::topic_name::validate_topic_name;
 use crate::shard::messages::NewTopic;
 
@@ -39,7 +39,7 @@ pub async fn handle(ctx: &Ctx, request: MetadataRequest) -> MetadataResponse {
             .iter()
             .flatten()
             .filter_map(|t| t.name.as_ref().map(|n| n.0.to_string()))
-            .filter(|n| catalog.topic(n).is_none() && validate_topic_name(n).is_ok())
+            .filter(|n| catalog.topic(n).is_none() && validate_topic_name(n).is_ok() && !INTERNAL_TOPICS.contains(&n.as_str()))
             .collect();
         let new: Vec<NewTopic> = missing
             .into_iter()

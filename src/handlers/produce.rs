@@ -123,8 +123,14 @@ fn validate(records: &Bytes, max_message_bytes: i32, now: i64) -> Result<Vec<Byt
         if !verify_crc(&batch) {
             return Err((CORRUPT_MESSAGE, "Record batch CRC32C does not match its contents".into()));
         }
-        if header.records_count <= 0 || header.last_offset_delta < 0 {
-            return Err((INVALID_RECORD, format!("Record batch declares {} records", header.records_count)));
+        if header.records_count <= 0 || header.last_offset_delta < 0 || header.records_count as i64 != header.last_offset_delta as i64 + 1 {
+            return Err((
+                INVALID_RECORD,
+                format!(
+                    "Inconsistent batch offset range [0, {}] and count of records {}",
+                    header.last_offset_delta, header.records_count
+                ),
+            ));
         }
         if header.is_transactional() || header.is_control() {
             return Err((INVALID_TXN_STATE, "Transactions are not supported by this broker yet".into()));

@@ -32,6 +32,9 @@ pub const MAX_IN_FLIGHT: usize = 64;
 /// read in one exact-size allocation).
 const READ_CHUNK: usize = 64 * 1024;
 
+/// Most the read buffer grows by per read, in bytes.
+const MAX_GROWTH: usize = 1 << 20;
+
 /// A response slot in the writer's queue, in request order.
 struct Queued {
     correlation_id: i32,
@@ -121,7 +124,9 @@ async fn read_loop(shard: &Rc<Shard>, mut reader: Half, tx: LocalSender<Queued>,
 async fn fill(reader: &mut Half, buf: &mut BytesMut, want: usize) -> bool {
     while buf.len() < want {
         let len = buf.len();
-        let chunk = (want - len).max(READ_CHUNK);
+        // Grow with the bytes that arrive, not with the declared frame size: a client
+        // that announces 100 MiB and sends nothing costs one chunk, not 100 MiB.
+        let chunk = (want - len).clamp(READ_CHUNK, MAX_GROWTH);
         buf.reserve(chunk);
         buf.resize(len + chunk, 0);
         match reader.read(&mut buf[len..]).await {

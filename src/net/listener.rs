@@ -19,7 +19,11 @@ pub const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10
 /// finish its in-flight requests. Lives on one shard.
 pub async fn run(shard: Rc<Shard>, listener: TcpListener, stop: Shutdown) {
     let gate = Rc::new(Gate::new());
+    let mut failures = 0u32;
     loop {
+        if stop.is_requested() {
+            break;
+        }
         let accepted = future::or(async { Some(listener.accept().await) }, async {
             stop.clone().requested().await;
             None
@@ -28,6 +32,7 @@ pub async fn run(shard: Rc<Shard>, listener: TcpListener, stop: Shutdown) {
         match accepted {
             None => break,
             Some(Ok(stream)) => {
+                failures = 0;
                 let shard = shard.clone();
                 let stop = stop.clone();
                 match gate.spawn(async move { connection::serve(shard, stream, stop).await }) {
@@ -38,9 +43,14 @@ pub async fn run(shard: Rc<Shard>, listener: TcpListener, stop: Shutdown) {
                 }
             }
             Some(Err(e)) => {
-                // EMFILE and friends: keep serving the connections we have.
-                tracing::warn!(error = %e, "accept failed");
-                glommio::timer::sleep(std::time::Duration::from_millis(10)).await;
+                // EMFILE and friends: keep serving the connections we have, back off
+                // (up to 1 s), and log only the first failures of a streak.
+                failures += 1;
+                if failures <= 3 || failures.is_power_of_two() {
+                    tracing::warn!(error = %e, failures, "accept failed");
+                }
+                let backoff = 10u64 << failures.min(7);
+                glommio::timer::sleep(std::time::Duration::from_millis(backoff.min(1000))).await;
             }
         }
     }

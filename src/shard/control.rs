@@ -93,7 +93,9 @@ impl Control {
             })
             .collect();
         if !validate_only && results.iter().any(Result::is_ok) {
-            self.commit(shard, next).await;
+            if let Err(e) = self.commit(shard, next).await {
+                return failed(results, e);
+            }
         }
         results
     }
@@ -104,7 +106,9 @@ impl Control {
         let mut next = self.catalog.borrow().clone();
         let results: Vec<_> = names.iter().map(|n| next.delete_topic(n)).collect();
         if results.iter().any(Result::is_ok) {
-            self.commit(shard, next).await;
+            if let Err(e) = self.commit(shard, next).await {
+                return failed(results, e);
+            }
         }
         results
     }
@@ -115,17 +119,20 @@ impl Control {
         let mut next = self.catalog.borrow().clone();
         let results: Vec<_> = topics.iter().map(|(n, count)| next.create_partitions(n, *count, shard.nr_shards)).collect();
         if !validate_only && results.iter().any(Result::is_ok) {
-            self.commit(shard, next).await;
+            if let Err(e) = self.commit(shard, next).await {
+                return failed(results, e);
+            }
         }
         results
     }
 
     /// Persists `next` as the new catalog and waits until every shard applied it.
-    async fn commit(&self, shard: &Rc<Shard>, mut next: Catalog) {
+    /// When it cannot be persisted nothing changes and the error is returned.
+    async fn commit(&self, shard: &Rc<Shard>, mut next: Catalog) -> Result<(), CatalogError> {
         next.version = self.catalog.borrow().version + 1;
         if let Err(e) = next.save(&self.data_dir) {
-            // The change still applies in memory; it is lost at restart. Say so loudly.
-            tracing::error!(error = %e, "persisting the topic catalog failed");
+            tracing::error!(error = %e, "persisting the topic catalog failed; change refused");
+            return Err(CatalogError::Storage(format!("persisting the topic catalog failed: {e}")));
         }
         *self.catalog.borrow_mut() = next.clone();
         let shared = Arc::new(next.clone());
@@ -139,5 +146,11 @@ impl Control {
         for rx in waits {
             let _ = rx.await;
         }
+        Ok(())
     }
+}
+
+/// Every change that would have succeeded fails with `error` instead.
+fn failed<T>(results: Vec<Result<T, CatalogError>>, error: CatalogError) -> Vec<Result<T, CatalogError>> {
+    results.into_iter().map(|r| r.and(Err(error.clone()))).collect()
 }

@@ -189,9 +189,9 @@ async fn list_offset(shard: &Rc<Shard>, topic: &str, partition: i32, timestamp: 
                 ListedOffset { error: KAFKA_STORAGE_ERROR, offset: -1, timestamp: -1 }
             }
         },
-        // -4 (earliest local, KIP-1005) and -5 (earliest tiered) equal -2 on a
-        // broker without tiered storage.
-        -4 | -5 => ListedOffset { error: 0, offset: log.log_start_offset(), timestamp: -1 },
+        // -4 (earliest local, KIP-1005) equals -2 without tiered storage; -5 (latest
+        // tiered) has no answer there, as in Kafka.
+        -4 => ListedOffset { error: 0, offset: log.log_start_offset(), timestamp: -1 },
         _ => ListedOffset { error: 0, offset: -1, timestamp: -1 },
     }
 }
