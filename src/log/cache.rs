@@ -49,7 +49,7 @@ impl BatchCache {
         self.bytes += b.data.len();
         self.batches.push_back(b);
         while self.bytes > self.budget && self.batches.len() > 1 {
-            let old = self.batches.pop_front().unwrap();
+            let Some(old) = self.batches.pop_front() else { break };
             self.bytes -= old.data.len();
         }
     }

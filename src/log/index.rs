@@ -52,8 +52,8 @@ impl OffsetIndex {
         }
         let mut ix = OffsetIndex::default();
         for c in b.chunks_exact(8) {
-            let r = u32::from_be_bytes(c[..4].try_into().unwrap());
-            let p = u32::from_be_bytes(c[4..].try_into().unwrap());
+            let r = u32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+            let p = u32::from_be_bytes([c[4], c[5], c[6], c[7]]);
             if p as u64 >= segment_size {
                 return None;
             }
@@ -111,8 +111,8 @@ impl TimeIndex {
         }
         let mut ix = TimeIndex::default();
         for c in b.chunks_exact(12) {
-            let t = i64::from_be_bytes(c[..8].try_into().unwrap());
-            let r = u32::from_be_bytes(c[8..].try_into().unwrap());
+            let t = i64::from_be_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+            let r = u32::from_be_bytes([c[8], c[9], c[10], c[11]]);
             if let Some(&(lt, lr)) = ix.entries.last() {
                 if t <= lt || r < lr {
                     return None;

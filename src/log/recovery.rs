@@ -101,7 +101,9 @@ pub async fn recover(dir: &Path, interval: u64) -> io::Result<Recovered> {
         segments.push(Rc::new(seg));
     }
     // Keep the partial last DMA block of the active segment in memory.
-    let active = segments.last().unwrap().clone();
+    let Some(active) = segments.last().cloned() else {
+        return Err(io::Error::other(format!("no segment in {} after recovery", dir.display())));
+    };
     let size = active.size.get();
     let start = size - size % active.alignment();
     let tail = active.read_bytes(start, (size - start) as usize).await?;

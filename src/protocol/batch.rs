@@ -92,17 +92,24 @@ impl std::error::Error for BatchError {}
 fn be_i16(b: &[u8], at: usize) -> i16 {
     i16::from_be_bytes([b[at], b[at + 1]])
 }
+/// The `N` bytes at `at` (callers have checked `b.len() >= at + N`).
+#[inline]
+fn bytes_at<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
+    let mut a = [0u8; N];
+    a.copy_from_slice(&b[at..at + N]);
+    a
+}
 #[inline]
 fn be_i32(b: &[u8], at: usize) -> i32 {
-    i32::from_be_bytes(b[at..at + 4].try_into().unwrap())
+    i32::from_be_bytes(bytes_at(b, at))
 }
 #[inline]
 fn be_u32(b: &[u8], at: usize) -> u32 {
-    u32::from_be_bytes(b[at..at + 4].try_into().unwrap())
+    u32::from_be_bytes(bytes_at(b, at))
 }
 #[inline]
 fn be_i64(b: &[u8], at: usize) -> i64 {
-    i64::from_be_bytes(b[at..at + 8].try_into().unwrap())
+    i64::from_be_bytes(bytes_at(b, at))
 }
 
 /// The parsed 61-byte header of one v2 record batch (a copy of its fields; the batch
@@ -145,24 +152,11 @@ impl RecordBatchHeader {
     /// (else `InvalidLength`), and that the whole batch (`12 + batchLength` bytes) is
     /// inside `buf` (else `Truncated`). The CRC is *not* checked; see [`verify_crc`].
     pub fn parse(buf: &[u8]) -> Result<RecordBatchHeader, BatchError> {
-        if buf.len() <= OFF_MAGIC {
+        let h = Self::parse_header(buf)?;
+        if (buf.len() as u64) < LOG_OVERHEAD as u64 + h.batch_length as u64 {
             return Err(BatchError::Truncated);
         }
-        let magic = buf[OFF_MAGIC] as i8;
-        if magic != MAGIC_V2 {
-            return Err(BatchError::UnsupportedMagic(magic));
-        }
-        if buf.len() < RECORD_BATCH_OVERHEAD {
-            return Err(BatchError::Truncated);
-        }
-        let batch_length = be_i32(buf, OFF_BATCH_LENGTH);
-        if batch_length < MIN_BATCH_LENGTH {
-            return Err(BatchError::InvalidLength(batch_length));
-        }
-        if (buf.len() as u64) < LOG_OVERHEAD as u64 + batch_length as u64 {
-            return Err(BatchError::Truncated);
-        }
-        Self::parse_header(buf)
+        Ok(h)
     }
 
     /// Like [`Self::parse`] but only requires the 61 header bytes to be present (the
