@@ -68,7 +68,8 @@ fn assign_offsets(c: &mut Criterion) {
     let mut g = c.benchmark_group("offset_assign");
     g.measurement_time(Duration::from_secs(2)).warm_up_time(Duration::from_millis(500));
     let buf = records_mib(16, 1000);
-    let batches: Vec<(usize, usize)> = BatchIter::new(&buf).map(|r| r.unwrap()).map(|(at, h)| (at, h.total_size())).collect();
+    let batches: Vec<(usize, usize)> =
+        BatchIter::new(&buf).map(|r| r.unwrap()).map(|(at, h)| (at, h.total_size())).collect();
     g.throughput(Throughput::Elements(batches.len() as u64));
     g.bench_function("set_base_offset_per_batch", |b| {
         let mut work = buf.clone();

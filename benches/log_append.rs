@@ -18,7 +18,9 @@ use shardlog::log::{LogConfig, PartitionLog};
 use shardlog::protocol::batch::testing::{build_batch, BatchSpec};
 
 fn bench_dir() -> PathBuf {
-    std::env::var_os("SHARDLOG_BENCH_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")))
+    std::env::var_os("SHARDLOG_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")))
 }
 
 fn config() -> LogConfig {
@@ -70,13 +72,18 @@ fn run(iters: u64, batch: Bytes, window: usize) -> Duration {
 
 fn append(c: &mut Criterion) {
     let mut g = c.benchmark_group("segment_append");
-    g.measurement_time(Duration::from_secs(2)).warm_up_time(Duration::from_millis(500)).sample_size(20);
+    g.measurement_time(Duration::from_secs(2))
+        .warm_up_time(Duration::from_millis(500))
+        .sample_size(20);
     for (records, value_len) in [(16usize, 1000usize), (1, 100)] {
-        let batch = Bytes::from(build_batch(&BatchSpec { records, value_len, ..Default::default() }));
+        let batch =
+            Bytes::from(build_batch(&BatchSpec { records, value_len, ..Default::default() }));
         g.throughput(Throughput::Bytes(batch.len() as u64));
         for window in [1usize, 32] {
             let id = BenchmarkId::new(format!("{}B_batch", batch.len()), format!("window{window}"));
-            g.bench_with_input(id, &batch, |b, batch| b.iter_custom(|iters| run(iters, batch.clone(), window)));
+            g.bench_with_input(id, &batch, |b, batch| {
+                b.iter_custom(|iters| run(iters, batch.clone(), window))
+            });
         }
     }
     g.finish();

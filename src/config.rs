@@ -118,16 +118,28 @@ impl Config {
     /// Checks values clap cannot: ranges that would make the broker useless.
     pub fn validate(&self) -> Result<(), String> {
         if self.max_request_bytes < 1024 {
-            return Err(format!("--max-request-bytes must be at least 1024, got {}", self.max_request_bytes));
+            return Err(format!(
+                "--max-request-bytes must be at least 1024, got {}",
+                self.max_request_bytes
+            ));
         }
         if self.segment_bytes < 1 << 20 {
-            return Err(format!("--segment-bytes must be at least 1048576 (1 MiB), got {}", self.segment_bytes));
+            return Err(format!(
+                "--segment-bytes must be at least 1048576 (1 MiB), got {}",
+                self.segment_bytes
+            ));
         }
         if self.max_message_bytes < 0 {
-            return Err(format!("--max-message-bytes must not be negative, got {}", self.max_message_bytes));
+            return Err(format!(
+                "--max-message-bytes must not be negative, got {}",
+                self.max_message_bytes
+            ));
         }
         if self.default_partitions < 1 {
-            return Err(format!("--default-partitions must be at least 1, got {}", self.default_partitions));
+            return Err(format!(
+                "--default-partitions must be at least 1, got {}",
+                self.default_partitions
+            ));
         }
         if self.cores == Some(0) {
             return Err("--cores must be at least 1".into());

@@ -20,9 +20,14 @@ const MESH_CHANNEL_CAPACITY: usize = 1024;
 
 fn main() -> ExitCode {
     let config = Arc::new(Config::parse());
-    let filter = tracing_subscriber::EnvFilter::try_new(&config.log).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let filter = tracing_subscriber::EnvFilter::try_new(&config.log)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(ansi)
+        .with_writer(std::io::stderr)
+        .init();
 
     if let Err(e) = config.validate() {
         tracing::error!("{e}");
@@ -45,7 +50,9 @@ fn main() -> ExitCode {
     };
 
     match shardlog::metadata::Catalog::init(&config.data_dir) {
-        Ok(c) => tracing::info!(cluster_id = %c.cluster_id, topics = c.topics.len(), "topic catalog loaded"),
+        Ok(c) => {
+            tracing::info!(cluster_id = %c.cluster_id, topics = c.topics.len(), "topic catalog loaded")
+        }
         Err(e) => {
             tracing::error!(dir = %config.data_dir.display(), error = %e, "cannot read or create the topic catalog");
             return ExitCode::FAILURE;
@@ -89,7 +96,9 @@ fn main() -> ExitCode {
             .name("shard")
             .io_memory(config.io_memory)
             .ring_depth(config.ring_depth)
-            .on_all_shards(move || run_shard(config.clone(), mesh.clone(), shutdown.clone(), nr_shards))
+            .on_all_shards(move || {
+                run_shard(config.clone(), mesh.clone(), shutdown.clone(), nr_shards)
+            })
     };
     let pool = match pool {
         Ok(p) => p,
@@ -142,10 +151,14 @@ async fn run_shard(
     shutdown: Shutdown,
     nr_shards: usize,
 ) -> Result<(), String> {
-    let (senders, receivers) = mesh.join().await.map_err(|_| "joining the shard mesh failed".to_string())?;
+    let (senders, receivers) =
+        mesh.join().await.map_err(|_| "joining the shard mesh failed".to_string())?;
     let id = senders.peer_id();
-    let listener = TcpListener::bind(config.listen).map_err(|e| format!("shard {id}: cannot listen on {}: {e}", config.listen));
-    let shard = Shard::start(id, nr_shards, config.clone(), senders).await.map_err(|e| format!("shard {id}: {e}"));
+    let listener = TcpListener::bind(config.listen)
+        .map_err(|e| format!("shard {id}: cannot listen on {}: {e}", config.listen));
+    let shard = Shard::start(id, nr_shards, config.clone(), senders)
+        .await
+        .map_err(|e| format!("shard {id}: {e}"));
     let (listener, shard) = match (listener, shard) {
         (Ok(l), Ok(s)) => (l, s),
         (Err(e), _) | (_, Err(e)) => {
@@ -180,8 +193,13 @@ async fn run_shard(
 
 /// Takes an exclusive, non-blocking `flock` on `<data-dir>/.lock`.
 fn lock_data_dir(dir: &std::path::Path) -> std::io::Result<nix::fcntl::Flock<std::fs::File>> {
-    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(dir.join(".lock"))?;
-    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(|(_, errno)| std::io::Error::from(errno))
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(".lock"))?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
+        .map_err(|(_, errno)| std::io::Error::from(errno))
 }
 
 /// Every partition keeps its segment files open: raise the soft open-files limit to
@@ -201,11 +219,13 @@ fn raise_nofile() {
 /// the soft limit as far as we may and log what we got.
 fn raise_memlock() {
     let before = getrlimit(Resource::RLIMIT_MEMLOCK);
-    let raised = setrlimit(Resource::RLIMIT_MEMLOCK, RLIM_INFINITY, RLIM_INFINITY)
-        .or_else(|_| match before {
-            Ok((_, hard)) => setrlimit(Resource::RLIMIT_MEMLOCK, hard, hard),
-            Err(e) => Err(e),
-        });
+    let raised =
+        setrlimit(Resource::RLIMIT_MEMLOCK, RLIM_INFINITY, RLIM_INFINITY).or_else(
+            |_| match before {
+                Ok((_, hard)) => setrlimit(Resource::RLIMIT_MEMLOCK, hard, hard),
+                Err(e) => Err(e),
+            },
+        );
     match (raised, getrlimit(Resource::RLIMIT_MEMLOCK)) {
         (_, Ok((soft, _))) if soft == RLIM_INFINITY => tracing::info!("RLIMIT_MEMLOCK raised to unlimited"),
         (_, Ok((soft, hard))) => tracing::info!(

@@ -102,7 +102,8 @@ impl Catalog {
     /// Reads the catalog, or a new empty one (with a fresh cluster id) when none exists.
     pub fn load(data_dir: &Path) -> io::Result<Catalog> {
         match std::fs::read(Self::path(data_dir)) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e)),
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Catalog {
                 topics: BTreeMap::new(),
                 cluster_id: cluster_id_from(Uuid::new_v4()),
@@ -130,7 +131,8 @@ impl Catalog {
         let dir = path.parent().expect("catalog path has a parent");
         std::fs::create_dir_all(dir)?;
         let tmp = dir.join("topics.json.tmp");
-        let bytes = serde_json::to_vec_pretty(self).map_err(|e| io::Error::new(io::ErrorKind::Other, e))?;
+        let bytes =
+            serde_json::to_vec_pretty(self).map_err(|e| io::Error::new(io::ErrorKind::Other, e))?;
         {
             use std::io::Write;
             let mut f = std::fs::File::create(&tmp)?;
@@ -173,10 +175,14 @@ impl Catalog {
     pub fn check_new_topic(&self, name: &str, partitions: i32) -> Result<(), CatalogError> {
         validate_topic_name(name).map_err(CatalogError::InvalidTopic)?;
         if INTERNAL_TOPICS.contains(&name) {
-            return Err(CatalogError::InvalidRequest(format!("Creation of internal topic {name} is prohibited.")));
+            return Err(CatalogError::InvalidRequest(format!(
+                "Creation of internal topic {name} is prohibited."
+            )));
         }
         if self.topics.contains_key(name) {
-            return Err(CatalogError::TopicAlreadyExists(format!("Topic '{name}' already exists.")));
+            return Err(CatalogError::TopicAlreadyExists(format!(
+                "Topic '{name}' already exists."
+            )));
         }
         let key = collision_key(name);
         if let Some(other) = self.topics.keys().find(|t| collision_key(t) == key) {
@@ -203,13 +209,19 @@ impl Catalog {
     ) -> Result<&TopicMeta, CatalogError> {
         self.check_new_topic(name, partitions)?;
         let partition_shards = self.place(partitions as usize, nr_shards);
-        let meta = TopicMeta { name: name.to_string(), id: Uuid::new_v4(), partition_shards, configs };
+        let meta =
+            TopicMeta { name: name.to_string(), id: Uuid::new_v4(), partition_shards, configs };
         self.topics.insert(name.to_string(), meta);
         Ok(&self.topics[name])
     }
 
     /// Grows `name` to `total` partitions (CreatePartitions).
-    pub fn create_partitions(&mut self, name: &str, total: i32, nr_shards: usize) -> Result<(), CatalogError> {
+    pub fn create_partitions(
+        &mut self,
+        name: &str,
+        total: i32,
+        nr_shards: usize,
+    ) -> Result<(), CatalogError> {
         let current = match self.topics.get(name) {
             Some(t) => t.partition_shards.len() as i32,
             None => {
@@ -252,7 +264,11 @@ impl Catalog {
         }
         (0..count)
             .map(|_| {
-                let (shard, _) = load.iter().enumerate().min_by_key(|(i, l)| (**l, *i)).expect("at least one shard");
+                let (shard, _) = load
+                    .iter()
+                    .enumerate()
+                    .min_by_key(|(i, l)| (**l, *i))
+                    .expect("at least one shard");
                 load[shard] += 1;
                 shard
             })
@@ -306,7 +322,10 @@ mod tests {
         assert_eq!(c.create_topic("z", 0, BTreeMap::new(), 1).unwrap_err().code(), 37);
         assert_eq!(c.create_partitions("a.b", 1, 1).unwrap_err().code(), 37);
         assert_eq!(c.delete_topic("nope").unwrap_err().code(), 3);
-        assert_eq!(c.create_topic("__consumer_offsets", 1, BTreeMap::new(), 1).unwrap_err().code(), 42);
+        assert_eq!(
+            c.create_topic("__consumer_offsets", 1, BTreeMap::new(), 1).unwrap_err().code(),
+            42
+        );
     }
 
     #[test]
@@ -314,7 +333,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut c = Catalog::load(dir.path()).unwrap();
         assert_eq!(c.cluster_id.len(), 22);
-        c.create_topic("t", 2, BTreeMap::from([("retention.ms".into(), "1000".into())]), 2).unwrap();
+        c.create_topic("t", 2, BTreeMap::from([("retention.ms".into(), "1000".into())]), 2)
+            .unwrap();
         c.save(dir.path()).unwrap();
         assert_eq!(Catalog::load(dir.path()).unwrap(), c);
     }

@@ -67,10 +67,15 @@ pub fn validate(name: &str, value: Option<&str>) -> Result<(), String> {
     };
     let bad = || format!("Invalid value {value} for configuration {name}");
     match name {
-        "max.message.bytes" | "index.interval.bytes" | "segment.index.bytes" | "min.insync.replicas" => {
+        "max.message.bytes"
+        | "index.interval.bytes"
+        | "segment.index.bytes"
+        | "min.insync.replicas" => {
             value.parse::<i32>().ok().filter(|v| *v >= 0).map(|_| ()).ok_or_else(bad)
         }
-        "segment.bytes" => value.parse::<i32>().ok().filter(|v| *v >= 1 << 20).map(|_| ()).ok_or_else(bad),
+        "segment.bytes" => {
+            value.parse::<i32>().ok().filter(|v| *v >= 1 << 20).map(|_| ()).ok_or_else(bad)
+        }
         "retention.ms" | "retention.bytes" | "local.retention.ms" | "local.retention.bytes" => {
             value.parse::<i64>().ok().filter(|v| *v >= -2).map(|_| ()).ok_or_else(bad)
         }
@@ -89,13 +94,19 @@ pub fn validate(name: &str, value: Option<&str>) -> Result<(), String> {
             "producer" | "uncompressed" | "gzip" | "snappy" | "lz4" | "zstd" => Ok(()),
             _ => Err(bad()),
         },
-        "preallocate" | "unclean.leader.election.enable" | "message.downconversion.enable" | "remote.storage.enable" => {
-            match value {
-                "true" | "false" => Ok(()),
-                _ => Err(bad()),
-            }
-        }
-        "min.cleanable.dirty.ratio" => value.parse::<f64>().ok().filter(|v| (0.0..=1.0).contains(v)).map(|_| ()).ok_or_else(bad),
+        "preallocate"
+        | "unclean.leader.election.enable"
+        | "message.downconversion.enable"
+        | "remote.storage.enable" => match value {
+            "true" | "false" => Ok(()),
+            _ => Err(bad()),
+        },
+        "min.cleanable.dirty.ratio" => value
+            .parse::<f64>()
+            .ok()
+            .filter(|v| (0.0..=1.0).contains(v))
+            .map(|_| ())
+            .ok_or_else(bad),
         _ => value.parse::<i64>().ok().filter(|v| *v >= 0).map(|_| ()).ok_or_else(bad),
     }
 }

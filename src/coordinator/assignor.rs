@@ -44,11 +44,8 @@ pub(crate) fn assign(
     members.sort_by(|a, b| a.member_id.cmp(b.member_id));
     let mut topics: Vec<&TopicSpec> = topics.iter().collect();
     topics.sort_by(|a, b| a.1.cmp(&b.1).then(a.0.cmp(&b.0)));
-    let owned = if assignor == RANGE {
-        range(&members, &topics)
-    } else {
-        uniform(&members, &topics)
-    };
+    let owned =
+        if assignor == RANGE { range(&members, &topics) } else { uniform(&members, &topics) };
     members
         .iter()
         .zip(owned)
@@ -66,11 +63,7 @@ pub(crate) fn assign(
 fn eligible(members: &[&MemberSpec], topics: &[&TopicSpec]) -> Vec<Vec<usize>> {
     topics
         .iter()
-        .map(|t| {
-            (0..members.len())
-                .filter(|&i| members[i].topics.contains(&t.0))
-                .collect()
-        })
+        .map(|t| (0..members.len()).filter(|&i| members[i].topics.contains(&t.0)).collect())
         .collect()
 }
 
@@ -139,10 +132,8 @@ fn uniform(members: &[&MemberSpec], topics: &[&TopicSpec]) -> Vec<BTreeSet<(usiz
         'search: for &a in &order {
             let count = out[a].len();
             for &(ti, p) in out[a].iter().rev() {
-                let best = eligible[ti]
-                    .iter()
-                    .filter(|&&b| b != a)
-                    .min_by_key(|&&b| (out[b].len(), b));
+                let best =
+                    eligible[ti].iter().filter(|&&b| b != a).min_by_key(|&&b| (out[b].len(), b));
                 if let Some(&b) = best {
                     if out[b].len() + 1 < count {
                         mv = Some((a, b, (ti, p)));

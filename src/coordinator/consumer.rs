@@ -209,10 +209,7 @@ impl ConsumerGroup {
 
     /// Union of the members' subscriptions.
     pub fn subscribed_topics(&self) -> BTreeSet<String> {
-        self.members
-            .values()
-            .flat_map(|m| m.subscribed_topic_names.iter().cloned())
-            .collect()
+        self.members.values().flat_map(|m| m.subscribed_topic_names.iter().cloned()).collect()
     }
 
     /// Kafka's `computeSubscriptionMetadata`: the subscribed topics found in `catalog`.
@@ -305,8 +302,7 @@ impl ConsumerGroup {
             return;
         }
         let subscribed = self.subscribed_topics();
-        self.subscription_metadata
-            .retain(|t, _| subscribed.contains(t));
+        self.subscription_metadata.retain(|t, _| subscribed.contains(t));
         self.bump();
     }
 
@@ -315,9 +311,8 @@ impl ConsumerGroup {
         self.members
             .values()
             .flat_map(|m| {
-                let rev = m
-                    .revocation_deadline
-                    .filter(|_| m.state == MemberState::UnrevokedPartitions);
+                let rev =
+                    m.revocation_deadline.filter(|_| m.state == MemberState::UnrevokedPartitions);
                 [m.session_deadline, rev]
             })
             .flatten()
@@ -379,21 +374,14 @@ fn to_assignment(parts: &[(Uuid, Vec<i32>)]) -> Assignment {
 /// `partitions` (Kafka's `ownsRevokedPartitions`).
 fn owns_any(owned: Option<&Assignment>, partitions: &Assignment) -> bool {
     let Some(owned) = owned else { return true };
-    owned.iter().any(|(t, ps)| {
-        partitions
-            .get(t)
-            .is_some_and(|r| ps.iter().any(|p| r.contains(p)))
-    })
+    owned.iter().any(|(t, ps)| partitions.get(t).is_some_and(|r| ps.iter().any(|p| r.contains(p))))
 }
 
 /// Whether `owned` is known and a subset of `assigned` (Kafka's `isSubset`).
 fn is_subset(owned: Option<&Assignment>, assigned: &Assignment) -> bool {
     let Some(owned) = owned else { return false };
     owned.iter().all(|(t, ps)| {
-        ps.is_empty()
-            || assigned
-                .get(t)
-                .is_some_and(|a| ps.iter().all(|p| a.contains(p)))
+        ps.is_empty() || assigned.get(t).is_some_and(|a| ps.iter().all(|p| a.contains(p)))
     })
 }
 
@@ -462,11 +450,7 @@ fn next_assignment(
         assigned.entry(t).or_default().extend(ps);
     }
     n.set_epoch(target_epoch);
-    n.state = if unreleased {
-        MemberState::UnreleasedPartitions
-    } else {
-        MemberState::Stable
-    };
+    n.state = if unreleased { MemberState::UnreleasedPartitions } else { MemberState::Stable };
     n.assigned = assigned;
     n.pending_revocation = Assignment::new();
     n
@@ -520,9 +504,7 @@ fn validate_request(
     }
     if epoch == JOIN_EPOCH {
         if req.rebalance_timeout_ms == -1 {
-            return Err(invalid(
-                "RebalanceTimeoutMs must be provided in first request.",
-            ));
+            return Err(invalid("RebalanceTimeoutMs must be provided in first request."));
         }
         if !req.topic_partitions.as_ref().is_some_and(|t| t.is_empty()) {
             return Err(invalid("TopicPartitions must be empty when (re-)joining."));
@@ -622,19 +604,14 @@ impl GroupCoordinator {
             r.error_message = msg.as_deref().map(sb);
             r
         });
-        out.push(Output::Respond {
-            token,
-            response: ResponseKind::ConsumerGroupHeartbeat(r),
-        });
+        out.push(Output::Respond { token, response: ResponseKind::ConsumerGroupHeartbeat(r) });
         out
     }
 
     /// The persisted form of `group_id` if it is a consumer group.
     fn consumer_record(&self, group_id: &str) -> Option<GroupRecord> {
         let g = self.groups.get(group_id)?;
-        g.consumer
-            .as_ref()
-            .map(|c| c.record(group_id, g.state_timestamp_ms))
+        g.consumer.as_ref().map(|c| c.record(group_id, g.state_timestamp_ms))
     }
 
     /// Mirror the consumer state into the classic fields, persist the group if its
@@ -669,7 +646,8 @@ impl GroupCoordinator {
         if self.loading {
             return Err((ResponseError::CoordinatorLoadInProgress.code(), None));
         }
-        let has_regex = version >= 1 && req.subscribed_topic_regex.as_ref().is_some_and(|r| !r.is_empty());
+        let has_regex =
+            version >= 1 && req.subscribed_topic_regex.as_ref().is_some_and(|r| !r.is_empty());
         validate_request(version, req, has_regex)?;
         let group_id = req.group_id.0.as_str();
         let epoch = req.member_epoch;
@@ -685,9 +663,7 @@ impl GroupCoordinator {
         };
         let owned: Option<Assignment> = req.topic_partitions.as_ref().map(|tps| {
             to_assignment(
-                &tps.iter()
-                    .map(|tp| (tp.topic_id, tp.partitions.clone()))
-                    .collect::<Vec<_>>(),
+                &tps.iter().map(|tp| (tp.topic_id, tp.partitions.clone())).collect::<Vec<_>>(),
             )
         });
         let max_size = self.config.max_group_size.max(0) as usize;
@@ -704,9 +680,7 @@ impl GroupCoordinator {
             .and_then(|id| cg.members.get(id))
             .cloned();
         let replacing = epoch == JOIN_EPOCH
-            && existing_static
-                .as_ref()
-                .is_some_and(|e| e.member_id != member_id);
+            && existing_static.as_ref().is_some_and(|e| e.member_id != member_id);
         if !cg.members.contains_key(&member_id) && !replacing && cg.members.len() >= max_size {
             return Err(fail(
                 ResponseError::GroupMaxSizeReached,
@@ -816,13 +790,8 @@ impl GroupCoordinator {
         // 2. Reconcile the member with its target assignment.
         let current = cg.members[&member_id].clone();
         let target = cg.target.get(&member_id).cloned().unwrap_or_default();
-        let mut next = reconcile(
-            &current,
-            cg.assignment_epoch,
-            &target,
-            owned.as_ref(),
-            &cg.partition_epochs,
-        );
+        let mut next =
+            reconcile(&current, cg.assignment_epoch, &target, owned.as_ref(), &cg.partition_epochs);
         if !next.same_state(&current) {
             next.revocation_deadline = (next.state == MemberState::UnrevokedPartitions)
                 .then(|| now + next.rebalance_timeout_ms.max(0) as i64);
@@ -963,11 +932,8 @@ impl GroupCoordinator {
         req: ConsumerGroupDescribeRequest,
         _now_ms: i64,
     ) -> Vec<Output> {
-        let names: HashMap<Uuid, &str> = self
-            .topics
-            .iter()
-            .map(|(n, (id, _))| (*id, n.as_str()))
-            .collect();
+        let names: HashMap<Uuid, &str> =
+            self.topics.iter().map(|(n, (id, _))| (*id, n.as_str())).collect();
         let describe = |a: &Assignment| -> cgd::Assignment {
             let mut r = cgd::Assignment::default();
             r.topic_partitions = a
@@ -1010,11 +976,8 @@ impl GroupCoordinator {
                         dm.member_epoch = m.member_epoch;
                         dm.client_id = sb(&m.client_id);
                         dm.client_host = sb(&m.client_host);
-                        dm.subscribed_topic_names = m
-                            .subscribed_topic_names
-                            .iter()
-                            .map(|t| TopicName(sb(t)))
-                            .collect();
+                        dm.subscribed_topic_names =
+                            m.subscribed_topic_names.iter().map(|t| TopicName(sb(t))).collect();
                         dm.assignment = describe(&m.assigned);
                         dm.target_assignment =
                             describe(cg.target.get(&m.member_id).unwrap_or(&empty));
@@ -1034,10 +997,7 @@ impl GroupCoordinator {
             }
             r.groups.push(d);
         }
-        vec![Output::Respond {
-            token,
-            response: ResponseKind::ConsumerGroupDescribe(r),
-        }]
+        vec![Output::Respond { token, response: ResponseKind::ConsumerGroupDescribe(r) }]
     }
 
     /// Replace the topic catalog the server-side assignors work from (topic name ->
@@ -1097,11 +1057,7 @@ impl Group {
     /// Empty without members and Stable with, the subscribed topics.
     pub fn sync_consumer_view(&mut self, now: i64) {
         let Some(cg) = &self.consumer else { return };
-        let want = if cg.members.is_empty() {
-            GroupState::Empty
-        } else {
-            GroupState::Stable
-        };
+        let want = if cg.members.is_empty() { GroupState::Empty } else { GroupState::Stable };
         self.protocol_type = Some(CONSUMER_PROTOCOL_TYPE.to_string());
         self.subscribed_topics = Some(cg.subscribed_topics().into_iter().collect());
         if self.state != want {
@@ -1187,8 +1143,7 @@ impl Group {
             cm.state = MemberState::from_code(m.state);
             cm.assigned = to_assignment(&m.assigned);
             cm.pending_revocation = to_assignment(&m.pending_revocation);
-            cg.target
-                .insert(m.member_id.clone(), to_assignment(&m.target));
+            cg.target.insert(m.member_id.clone(), to_assignment(&m.target));
             cg.put_member(cm);
         }
         let mut g = Group::new(&group, current_state_timestamp_ms);

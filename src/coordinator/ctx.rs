@@ -102,12 +102,7 @@ pub(crate) struct SyncResult {
 
 impl SyncResult {
     pub fn error(error: i16) -> Self {
-        SyncResult {
-            error,
-            protocol_type: None,
-            protocol_name: None,
-            assignment: Bytes::new(),
-        }
+        SyncResult { error, protocol_type: None, protocol_name: None, assignment: Bytes::new() }
     }
 
     pub fn into_response(self, _version: i16) -> SyncGroupResponse {

@@ -80,10 +80,7 @@ impl GroupCoordinator {
                 })
                 .collect();
         }
-        vec![Output::Respond {
-            token,
-            response: ResponseKind::ListGroups(r),
-        }]
+        vec![Output::Respond { token, response: ResponseKind::ListGroups(r) }]
     }
 
     /// DescribeGroups, versions 0-6. Kafka source: `GroupCoordinator.handleDescribeGroup`.
@@ -111,11 +108,7 @@ impl GroupCoordinator {
                 d.authorized_operations = GROUP_AUTHORIZED_OPERATIONS;
             }
             let consumer = self.groups.get(id.0.as_str()).and_then(|g| {
-                let names = self
-                    .topics
-                    .iter()
-                    .map(|(n, (t, _))| (*t, n.clone()))
-                    .collect();
+                let names = self.topics.iter().map(|(n, (t, _))| (*t, n.clone())).collect();
                 g.describe_consumer_classic(&names)
             });
             if let Some(code) = self.validate_group_status(&id.0, true) {
@@ -168,10 +161,7 @@ impl GroupCoordinator {
             }
             r.groups.push(d);
         }
-        vec![Output::Respond {
-            token,
-            response: ResponseKind::DescribeGroups(r),
-        }]
+        vec![Output::Respond { token, response: ResponseKind::DescribeGroups(r) }]
     }
 
     /// DeleteGroups, versions 0-2. Kafka source: `GroupCoordinator.handleDeleteGroups`.
@@ -220,10 +210,7 @@ impl GroupCoordinator {
             d.error_code = code;
             r.results.push(d);
         }
-        out.push(Output::Respond {
-            token,
-            response: ResponseKind::DeleteGroups(r),
-        });
+        out.push(Output::Respond { token, response: ResponseKind::DeleteGroups(r) });
         out
     }
 }

@@ -130,10 +130,7 @@ impl Group {
     }
 
     pub fn num_awaiting_join(&self) -> usize {
-        self.members
-            .values()
-            .filter(|m| m.awaiting_join.is_some())
-            .count()
+        self.members.values().filter(|m| m.awaiting_join.is_some()).count()
     }
 
     /// Kafka's `hasAllMembersJoined`.
@@ -143,11 +140,7 @@ impl Group {
 
     /// Largest rebalance timeout of the members (ms); 0 without members.
     pub fn rebalance_timeout_ms(&self) -> i64 {
-        self.members
-            .values()
-            .map(|m| m.rebalance_timeout_ms as i64)
-            .max()
-            .unwrap_or(0)
+        self.members.values().map(|m| m.rebalance_timeout_ms as i64).max().unwrap_or(0)
     }
 
     pub fn current_static_member_id(&self, instance_id: &str) -> Option<&str> {
@@ -162,9 +155,7 @@ impl Group {
         } else {
             self.protocol_type.as_deref() == Some(protocol_type)
                 && protocols.iter().any(|(name, _)| {
-                    self.members
-                        .values()
-                        .all(|m| m.protocols.iter().any(|(n, _)| n == name))
+                    self.members.values().all(|m| m.protocols.iter().any(|(n, _)| n == name))
                 })
         }
     }
@@ -177,11 +168,7 @@ impl Group {
             .protocols
             .iter()
             .map(|(n, _)| n.as_str())
-            .filter(|n| {
-                self.members
-                    .values()
-                    .all(|m| m.protocols.iter().any(|(p, _)| p == n))
-            })
+            .filter(|n| self.members.values().all(|m| m.protocols.iter().any(|(p, _)| p == n)))
             .collect();
         let mut votes: IndexMap<&str, usize> = IndexMap::new();
         for m in self.members.values() {
@@ -201,8 +188,7 @@ impl Group {
     /// Kafka's `GroupMetadata.add`.
     pub fn add_member(&mut self, member: Member) {
         if let Some(instance) = &member.group_instance_id {
-            self.static_members
-                .insert(instance.clone(), member.member_id.clone());
+            self.static_members.insert(instance.clone(), member.member_id.clone());
         }
         if self.members.is_empty() {
             self.protocol_type = Some(member.protocol_type.clone());
@@ -284,11 +270,7 @@ impl Group {
             leader: self.leader.clone().unwrap_or_default(),
             member_id: member_id.to_string(),
             skip_assignment: false,
-            members: if with_members {
-                self.current_member_metadata()
-            } else {
-                Vec::new()
-            },
+            members: if with_members { self.current_member_metadata() } else { Vec::new() },
         }
     }
 
@@ -337,9 +319,7 @@ impl Group {
 
     /// Kafka's `isSubscribedToTopic`: unknown subscriptions count as subscribed.
     pub fn is_subscribed_to(&self, topic: &str) -> bool {
-        self.subscribed_topics
-            .as_ref()
-            .is_none_or(|t| t.contains(topic))
+        self.subscribed_topics.as_ref().is_none_or(|t| t.contains(topic))
     }
 
     /// Earliest time (ms) at which this group has timer work.
@@ -353,10 +333,8 @@ impl Group {
         if self.is(GroupState::PreparingRebalance) {
             take(self.join_timer.map(|t| t.deadline()));
         }
-        if matches!(
-            self.state,
-            GroupState::CompletingRebalance | GroupState::Stable
-        ) && !self.pending_sync.is_empty()
+        if matches!(self.state, GroupState::CompletingRebalance | GroupState::Stable)
+            && !self.pending_sync.is_empty()
         {
             take(self.sync_deadline);
         }

@@ -24,11 +24,8 @@ impl GroupCoordinator {
         now_ms: i64,
     ) -> Vec<Output> {
         let group_id = req.group_id.0.to_string();
-        let instance = if version >= 3 {
-            req.group_instance_id.as_ref().map(|s| s.to_string())
-        } else {
-            None
-        };
+        let instance =
+            if version >= 3 { req.group_instance_id.as_ref().map(|s| s.to_string()) } else { None };
         let code = self.do_heartbeat(
             &group_id,
             &req.member_id,
@@ -39,10 +36,7 @@ impl GroupCoordinator {
         self.reschedule(&group_id);
         let mut r = HeartbeatResponse::default();
         r.error_code = code;
-        vec![Output::Respond {
-            token,
-            response: ResponseKind::Heartbeat(r),
-        }]
+        vec![Output::Respond { token, response: ResponseKind::Heartbeat(r) }]
     }
 
     fn do_heartbeat(

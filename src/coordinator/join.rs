@@ -63,11 +63,8 @@ impl GroupCoordinator {
         let mut out = Vec::new();
         self.touch_retention_timer(now_ms);
         let group_id = req.group_id.0.to_string();
-        let instance = if version >= 5 {
-            req.group_instance_id.as_ref().map(|s| s.to_string())
-        } else {
-            None
-        };
+        let instance =
+            if version >= 5 { req.group_instance_id.as_ref().map(|s| s.to_string()) } else { None };
         let args = JoinArgs {
             member_id: req.member_id.to_string(),
             client_id: client_id.to_string(),
@@ -103,11 +100,7 @@ impl GroupCoordinator {
         if args.session_timeout_ms < self.config.min_session_timeout_ms
             || args.session_timeout_ms > self.config.max_session_timeout_ms
         {
-            fail(
-                &mut out,
-                &args.member_id,
-                ResponseError::InvalidSessionTimeout.code(),
-            );
+            fail(&mut out, &args.member_id, ResponseError::InvalidSessionTimeout.code());
             return out;
         }
         if let Some(g) = self.groups.get(&group_id) {
@@ -134,32 +127,20 @@ impl GroupCoordinator {
         let is_unknown = args.member_id.is_empty();
         if !self.groups.contains_key(&group_id) {
             if !is_unknown {
-                fail(
-                    &mut out,
-                    &args.member_id,
-                    ResponseError::UnknownMemberId.code(),
-                );
+                fail(&mut out, &args.member_id, ResponseError::UnknownMemberId.code());
                 return out;
             }
-            self.groups
-                .insert(group_id.clone(), Group::new(&group_id, Some(now_ms)));
+            self.groups.insert(group_id.clone(), Group::new(&group_id, Some(now_ms)));
         }
         let new_id = if is_unknown {
-            let prefix = args
-                .instance
-                .clone()
-                .unwrap_or_else(|| client_id.to_string());
+            let prefix = args.instance.clone().unwrap_or_else(|| client_id.to_string());
             Some(self.next_member_id(&prefix))
         } else {
             None
         };
         let max_size = self.config.max_group_size;
         let group = self.groups.get_mut(&group_id).expect("group exists");
-        let mut ctx = Ctx {
-            cfg: &self.config,
-            now: now_ms,
-            out: &mut out,
-        };
+        let mut ctx = Ctx { cfg: &self.config, now: now_ms, out: &mut out };
         if !group.accept_joining_member(&args.member_id, max_size) {
             group.remove_member(&args.member_id, &mut ctx);
             ctx.respond_join(
@@ -340,8 +321,7 @@ impl Group {
         if self.pending_sync.remove(old_id) {
             self.pending_sync.insert(new_id.to_string());
         }
-        self.static_members
-            .insert(instance.to_string(), new_id.to_string());
+        self.static_members.insert(instance.to_string(), new_id.to_string());
     }
 
     /// Kafka's `updateStaticMemberAndRebalance`.
@@ -365,10 +345,7 @@ impl Group {
                     // No rebalance: persist the new member id, answer with the current
                     // generation (followers then SyncGroup for their current assignment).
                     ctx.persist(self.metadata_record());
-                    let parked = self
-                        .members
-                        .get_mut(&new_id)
-                        .and_then(|m| m.awaiting_join.take());
+                    let parked = self.members.get_mut(&new_id).and_then(|m| m.awaiting_join.take());
                     let Some(parked) = parked else { return };
                     let result = if args.supports_skip_assignment {
                         let is_leader = self.is_leader(&new_id);
@@ -422,9 +399,7 @@ impl Group {
                 remaining_ms: (self.rebalance_timeout_ms() - delay).max(0),
             }
         } else {
-            JoinTimer::Regular {
-                deadline: ctx.now + self.rebalance_timeout_ms(),
-            }
+            JoinTimer::Regular { deadline: ctx.now + self.rebalance_timeout_ms() }
         });
         self.transition(GroupState::PreparingRebalance, ctx.now);
         if !initial {
@@ -461,9 +436,8 @@ impl Group {
         if !self.maybe_elect_new_joined_leader() && !self.members.is_empty() {
             // Nobody rejoined (only absent static members left): wait another rebalance
             // timeout; their sessions expire meanwhile.
-            self.join_timer = Some(JoinTimer::Regular {
-                deadline: ctx.now + self.rebalance_timeout_ms().max(1),
-            });
+            self.join_timer =
+                Some(JoinTimer::Regular { deadline: ctx.now + self.rebalance_timeout_ms().max(1) });
             return;
         }
         self.init_next_generation(ctx.now);

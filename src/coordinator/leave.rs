@@ -32,10 +32,7 @@ impl GroupCoordinator {
             req.members
                 .iter()
                 .map(|m| {
-                    (
-                        m.member_id.to_string(),
-                        m.group_instance_id.as_ref().map(|s| s.to_string()),
-                    )
+                    (m.member_id.to_string(), m.group_instance_id.as_ref().map(|s| s.to_string()))
                 })
                 .collect()
         } else {
@@ -61,17 +58,10 @@ impl GroupCoordinator {
             r.error_code = if top != 0 {
                 top
             } else {
-                results
-                    .iter()
-                    .map(|(_, c)| *c)
-                    .find(|&c| c != 0)
-                    .unwrap_or(0)
+                results.iter().map(|(_, c)| *c).find(|&c| c != 0).unwrap_or(0)
             };
         }
-        out.push(Output::Respond {
-            token,
-            response: ResponseKind::LeaveGroup(r),
-        });
+        out.push(Output::Respond { token, response: ResponseKind::LeaveGroup(r) });
         out
     }
 
@@ -90,18 +80,11 @@ impl GroupCoordinator {
             let unknown = ResponseError::UnknownMemberId.code();
             return (0, leaving.iter().map(|l| (l.clone(), unknown)).collect());
         };
-        let mut ctx = Ctx {
-            cfg: &self.config,
-            now,
-            out,
-        };
+        let mut ctx = Ctx { cfg: &self.config, now, out };
         let mut results = Vec::with_capacity(leaving.len());
         for (member_id, instance) in leaving {
             let code = if member_id.is_empty() {
-                match instance
-                    .as_deref()
-                    .and_then(|i| group.current_static_member_id(i))
-                {
+                match instance.as_deref().and_then(|i| group.current_static_member_id(i)) {
                     Some(current) => {
                         let current = current.to_string();
                         group.remove_member_and_update_group(&current, &mut ctx);

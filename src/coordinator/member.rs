@@ -56,10 +56,7 @@ impl Member {
 
     /// The member's preferred protocol among `candidates` (Kafka's `vote`).
     pub fn vote<'a>(&'a self, candidates: &[&str]) -> Option<&'a str> {
-        self.protocols
-            .iter()
-            .map(|(n, _)| n.as_str())
-            .find(|n| candidates.contains(n))
+        self.protocols.iter().map(|(n, _)| n.as_str()).find(|n| candidates.contains(n))
     }
 
     /// Whether the member counts as alive for session expiry (Kafka's

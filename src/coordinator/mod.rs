@@ -162,10 +162,7 @@ impl GroupCoordinator {
 
     /// Member ids of `group_id` in join order.
     pub fn group_members(&self, group_id: &str) -> Vec<String> {
-        self.groups
-            .get(group_id)
-            .map(|g| g.members.keys().cloned().collect())
-            .unwrap_or_default()
+        self.groups.get(group_id).map(|g| g.members.keys().cloned().collect()).unwrap_or_default()
     }
 
     /// Number of groups currently known (not Dead).

@@ -67,11 +67,8 @@ impl GroupCoordinator {
         let group_id = req.group_id.0.to_string();
         let member_id = req.member_id.to_string();
         let generation = req.generation_id_or_member_epoch;
-        let instance = if version >= 7 {
-            req.group_instance_id.as_ref().map(|s| s.to_string())
-        } else {
-            None
-        };
+        let instance =
+            if version >= 7 { req.group_instance_id.as_ref().map(|s| s.to_string()) } else { None };
         let expire = if (2..=4).contains(&version) && req.retention_time_ms != -1 {
             Some(now_ms + req.retention_time_ms)
         } else {
@@ -110,8 +107,7 @@ impl GroupCoordinator {
                             };
                             let g = self.groups.get_mut(&group_id).expect("validated group");
                             let record = offset_record(&group_id, &t.name.0, p.partition_index, &c);
-                            g.offsets
-                                .insert((t.name.0.to_string(), p.partition_index), c);
+                            g.offsets.insert((t.name.0.to_string(), p.partition_index), c);
                             out.push(Output::Persist(record));
                             0
                         }
@@ -127,10 +123,7 @@ impl GroupCoordinator {
         self.reschedule(&group_id);
         let mut r = OffsetCommitResponse::default();
         r.topics = topics;
-        out.push(Output::Respond {
-            token,
-            response: ResponseKind::OffsetCommit(r),
-        });
+        out.push(Output::Respond { token, response: ResponseKind::OffsetCommit(r) });
         out
     }
 
@@ -151,8 +144,7 @@ impl GroupCoordinator {
             if generation >= 0 {
                 return Some(ResponseError::IllegalGeneration.code());
             }
-            self.groups
-                .insert(group_id.to_string(), Group::new(group_id, Some(now)));
+            self.groups.insert(group_id.to_string(), Group::new(group_id, Some(now)));
         }
         let group = self.groups.get_mut(group_id).expect("group exists");
         if let Some(cg) = group.consumer.as_ref() {
@@ -207,9 +199,7 @@ impl GroupCoordinator {
         if version >= 8 {
             for g in &req.groups {
                 let topics: FetchTopics = g.topics.as_ref().map(|ts| {
-                    ts.iter()
-                        .map(|t| (t.name.0.to_string(), t.partition_indexes.clone()))
-                        .collect()
+                    ts.iter().map(|t| (t.name.0.to_string(), t.partition_indexes.clone())).collect()
                 });
                 // v9: a consumer-protocol member identifies itself with its epoch.
                 let member = (version >= 9 && !(g.member_epoch < 0 && g.member_id.is_none()))
@@ -242,9 +232,7 @@ impl GroupCoordinator {
             }
         } else {
             let topics: FetchTopics = req.topics.as_ref().map(|ts| {
-                ts.iter()
-                    .map(|t| (t.name.0.to_string(), t.partition_indexes.clone()))
-                    .collect()
+                ts.iter().map(|t| (t.name.0.to_string(), t.partition_indexes.clone())).collect()
             });
             let (error, mut fetched) = self.fetch_group(&req.group_id.0, topics.clone(), None);
             if error != 0 && version < 2 {
@@ -281,10 +269,7 @@ impl GroupCoordinator {
                 })
                 .collect();
         }
-        vec![Output::Respond {
-            token,
-            response: ResponseKind::OffsetFetch(r),
-        }]
+        vec![Output::Respond { token, response: ResponseKind::OffsetFetch(r) }]
     }
 
     /// Kafka's `GroupMetadataManager.getOffsets` for one group.
@@ -387,10 +372,7 @@ impl GroupCoordinator {
                     any_eligible |= !subscribed;
                     if subscribed {
                         rp.error_code = ResponseError::GroupSubscribedToTopic.code();
-                    } else if g
-                        .offsets
-                        .remove(&(t.name.0.to_string(), p.partition_index))
-                        .is_some()
+                    } else if g.offsets.remove(&(t.name.0.to_string(), p.partition_index)).is_some()
                     {
                         out.push(Output::Persist(GroupRecord::OffsetTombstone {
                             group: group_id.clone(),
@@ -402,21 +384,14 @@ impl GroupCoordinator {
                 }
                 r.topics.push(rt);
             }
-            let mut ctx = Ctx {
-                cfg: &self.config,
-                now: now_ms,
-                out: &mut out,
-            };
+            let mut ctx = Ctx { cfg: &self.config, now: now_ms, out: &mut out };
             if any_eligible {
                 g.maybe_mark_dead(&mut ctx);
             }
             self.drop_if_dead(&group_id);
         }
         self.reschedule(&group_id);
-        out.push(Output::Respond {
-            token,
-            response: ResponseKind::OffsetDelete(r),
-        });
+        out.push(Output::Respond { token, response: ResponseKind::OffsetDelete(r) });
         out
     }
 
@@ -427,11 +402,7 @@ impl GroupCoordinator {
         ids.sort();
         for id in ids {
             let g = self.groups.get_mut(&id).expect("group exists");
-            let mut ctx = Ctx {
-                cfg: &self.config,
-                now,
-                out: &mut *out,
-            };
+            let mut ctx = Ctx { cfg: &self.config, now, out: &mut *out };
             g.remove_expired_offsets(&mut ctx);
             g.maybe_mark_dead(&mut ctx);
             self.drop_if_dead(&id);
@@ -465,12 +436,7 @@ impl Group {
             .offsets
             .iter()
             .filter(|((topic, _), c)| {
-                if mode == 1
-                    && self
-                        .subscribed_topics
-                        .as_ref()
-                        .is_some_and(|s| s.contains(topic))
-                {
+                if mode == 1 && self.subscribed_topics.as_ref().is_some_and(|s| s.contains(topic)) {
                     return false;
                 }
                 match c.expire_timestamp_ms {
@@ -501,9 +467,7 @@ impl Group {
     pub fn maybe_mark_dead(&mut self, ctx: &mut Ctx) {
         if self.is(GroupState::Empty) && self.offsets.is_empty() {
             self.transition(GroupState::Dead, ctx.now);
-            ctx.persist(GroupRecord::GroupTombstone {
-                group: self.group_id.clone(),
-            });
+            ctx.persist(GroupRecord::GroupTombstone { group: self.group_id.clone() });
         }
     }
 }

@@ -318,11 +318,9 @@ impl GroupRecord {
                 value.extend_from_slice(&commit_timestamp_ms.to_be_bytes());
                 put_opt_i64(&mut value, *expire_timestamp_ms);
             }
-            GroupRecord::OffsetTombstone {
-                group,
-                topic,
-                partition,
-            } => offset_key(&mut key, group, topic, *partition),
+            GroupRecord::OffsetTombstone { group, topic, partition } => {
+                offset_key(&mut key, group, topic, *partition)
+            }
             GroupRecord::GroupMetadata {
                 group,
                 protocol_type,
@@ -403,10 +401,7 @@ impl GroupRecord {
 
     /// Whether this record is a tombstone (appended with a null value).
     pub fn is_tombstone(&self) -> bool {
-        matches!(
-            self,
-            GroupRecord::OffsetTombstone { .. } | GroupRecord::GroupTombstone { .. }
-        )
+        matches!(self, GroupRecord::OffsetTombstone { .. } | GroupRecord::GroupTombstone { .. })
     }
 
     /// Decode a record read from the internal log; `value = None` is a tombstone.
@@ -425,11 +420,7 @@ impl GroupRecord {
         }
         let Some(value) = value else {
             return Ok(match kind {
-                KEY_OFFSET => GroupRecord::OffsetTombstone {
-                    group,
-                    topic,
-                    partition,
-                },
+                KEY_OFFSET => GroupRecord::OffsetTombstone { group, topic, partition },
                 _ => GroupRecord::GroupTombstone { group },
             });
         };
@@ -613,10 +604,8 @@ impl GroupCoordinator {
                 commit_timestamp_ms,
                 expire_timestamp_ms,
             } => {
-                let g = self
-                    .groups
-                    .entry(group.clone())
-                    .or_insert_with(|| Group::new(&group, None));
+                let g =
+                    self.groups.entry(group.clone()).or_insert_with(|| Group::new(&group, None));
                 g.offsets.insert(
                     (topic, partition),
                     CommittedOffset {
@@ -628,11 +617,7 @@ impl GroupCoordinator {
                     },
                 );
             }
-            GroupRecord::OffsetTombstone {
-                group,
-                topic,
-                partition,
-            } => {
+            GroupRecord::OffsetTombstone { group, topic, partition } => {
                 if let Some(g) = self.groups.get_mut(&group) {
                     g.offsets.remove(&(topic, partition));
                     if g.offsets.is_empty() && !has_metadata(g) {
@@ -649,10 +634,7 @@ impl GroupCoordinator {
                 current_state_timestamp_ms,
                 members,
             } => {
-                let offsets = self
-                    .remove_group(&group)
-                    .map(|g| g.offsets)
-                    .unwrap_or_default();
+                let offsets = self.remove_group(&group).map(|g| g.offsets).unwrap_or_default();
                 let mut g = Group::new(&group, current_state_timestamp_ms);
                 g.offsets = offsets;
                 g.protocol_type = (!protocol_type.is_empty()).then_some(protocol_type.clone());
@@ -685,20 +667,13 @@ impl GroupCoordinator {
                 g.leader = leader
                     .filter(|l| g.members.contains_key(l))
                     .or_else(|| g.members.keys().next().cloned());
-                g.state = if g.members.is_empty() {
-                    GroupState::Empty
-                } else {
-                    GroupState::Stable
-                };
+                g.state = if g.members.is_empty() { GroupState::Empty } else { GroupState::Stable };
                 g.subscribed_topics = g.compute_subscribed_topics();
                 self.groups.insert(group, g);
             }
             GroupRecord::ConsumerGroup { .. } => {
                 let id = record.group().to_string();
-                let offsets = self
-                    .remove_group(&id)
-                    .map(|g| g.offsets)
-                    .unwrap_or_default();
+                let offsets = self.remove_group(&id).map(|g| g.offsets).unwrap_or_default();
                 let mut g = Group::from_consumer_record(record);
                 g.offsets = offsets;
                 self.groups.insert(id, g);

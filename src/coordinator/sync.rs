@@ -38,11 +38,8 @@ impl GroupCoordinator {
         let parked = Parked { token, version };
         let group_id = req.group_id.0.to_string();
         let member_id = req.member_id.to_string();
-        let instance = if version >= 3 {
-            req.group_instance_id.as_ref().map(|s| s.to_string())
-        } else {
-            None
-        };
+        let instance =
+            if version >= 3 { req.group_instance_id.as_ref().map(|s| s.to_string()) } else { None };
         let (ptype, pname) = if version >= 5 {
             (
                 req.protocol_type.as_ref().map(|s| s.to_string()),
@@ -75,16 +72,9 @@ impl GroupCoordinator {
             fail(&mut out, ResponseError::UnknownMemberId.code());
             return out;
         };
-        let mut ctx = Ctx {
-            cfg: &self.config,
-            now: now_ms,
-            out: &mut out,
-        };
-        let assignments: HashMap<String, Bytes> = req
-            .assignments
-            .into_iter()
-            .map(|a| (a.member_id.to_string(), a.assignment))
-            .collect();
+        let mut ctx = Ctx { cfg: &self.config, now: now_ms, out: &mut out };
+        let assignments: HashMap<String, Bytes> =
+            req.assignments.into_iter().map(|a| (a.member_id.to_string(), a.assignment)).collect();
         group.do_sync(
             parked,
             &member_id,
@@ -114,32 +104,27 @@ impl Group {
         assignments: HashMap<String, Bytes>,
         ctx: &mut Ctx,
     ) {
-        let error = self
-            .validate_current_member(member_id, instance)
-            .or_else(|| {
-                if generation != self.generation {
-                    Some(ResponseError::IllegalGeneration.code())
-                } else if ptype.is_some_and(|t| self.protocol_type.as_deref() != Some(t))
-                    || pname.is_some_and(|n| self.protocol_name.as_deref() != Some(n))
-                {
-                    Some(ResponseError::InconsistentGroupProtocol.code())
-                } else {
-                    None
-                }
-            });
+        let error = self.validate_current_member(member_id, instance).or_else(|| {
+            if generation != self.generation {
+                Some(ResponseError::IllegalGeneration.code())
+            } else if ptype.is_some_and(|t| self.protocol_type.as_deref() != Some(t))
+                || pname.is_some_and(|n| self.protocol_name.as_deref() != Some(n))
+            {
+                Some(ResponseError::InconsistentGroupProtocol.code())
+            } else {
+                None
+            }
+        });
         if let Some(code) = error {
             ctx.respond_sync(parked, SyncResult::error(code));
             return;
         }
         match self.state {
-            GroupState::Empty | GroupState::Dead => ctx.respond_sync(
-                parked,
-                SyncResult::error(ResponseError::UnknownMemberId.code()),
-            ),
-            GroupState::PreparingRebalance => ctx.respond_sync(
-                parked,
-                SyncResult::error(ResponseError::RebalanceInProgress.code()),
-            ),
+            GroupState::Empty | GroupState::Dead => {
+                ctx.respond_sync(parked, SyncResult::error(ResponseError::UnknownMemberId.code()))
+            }
+            GroupState::PreparingRebalance => ctx
+                .respond_sync(parked, SyncResult::error(ResponseError::RebalanceInProgress.code())),
             GroupState::CompletingRebalance => {
                 let m = self.members.get_mut(member_id).expect("validated member");
                 if let Some(old) = m.awaiting_sync.replace(parked) {

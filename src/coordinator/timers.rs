@@ -42,11 +42,7 @@ impl GroupCoordinator {
             .collect();
         for id in due {
             if let Some(g) = self.groups.get_mut(&id) {
-                let mut ctx = Ctx {
-                    cfg: &self.config,
-                    now: now_ms,
-                    out: &mut out,
-                };
+                let mut ctx = Ctx { cfg: &self.config, now: now_ms, out: &mut out };
                 g.run_timers(&mut ctx);
             }
             self.drop_if_dead(&id);
@@ -83,10 +79,8 @@ impl Group {
                     self.on_join_timer(t, ctx);
                 }
             }
-            if matches!(
-                self.state,
-                GroupState::CompletingRebalance | GroupState::Stable
-            ) && !self.pending_sync.is_empty()
+            if matches!(self.state, GroupState::CompletingRebalance | GroupState::Stable)
+                && !self.pending_sync.is_empty()
                 && self.sync_deadline.is_some_and(|d| d <= ctx.now)
             {
                 fired = true;
@@ -101,11 +95,9 @@ impl Group {
     /// `InitialDelayedJoin.onComplete` / `DelayedJoin` expiry.
     fn on_join_timer(&mut self, t: JoinTimer, ctx: &mut Ctx) {
         match t {
-            JoinTimer::Initial {
-                delay_ms,
-                remaining_ms,
-                ..
-            } if self.new_member_added && remaining_ms != 0 => {
+            JoinTimer::Initial { delay_ms, remaining_ms, .. }
+                if self.new_member_added && remaining_ms != 0 =>
+            {
                 self.new_member_added = false;
                 let delay = (ctx.cfg.initial_rebalance_delay_ms.max(0) as i64).min(remaining_ms);
                 self.join_timer = Some(JoinTimer::Initial {
@@ -120,12 +112,8 @@ impl Group {
 
     /// Kafka's `onExpirePendingSync`: drop members that never sent SyncGroup, rebalance.
     fn on_expire_pending_sync(&mut self, ctx: &mut Ctx) {
-        let pending: Vec<String> = self
-            .members
-            .keys()
-            .filter(|id| self.pending_sync.contains(*id))
-            .cloned()
-            .collect();
+        let pending: Vec<String> =
+            self.members.keys().filter(|id| self.pending_sync.contains(*id)).cloned().collect();
         self.pending_sync.clear();
         self.sync_deadline = None;
         for id in pending {

@@ -14,7 +14,12 @@ const UNSUPPORTED_VERSION: i16 = 35;
 fn table() -> Vec<ApiVersion> {
     REGISTRY
         .iter()
-        .map(|(key, v)| ApiVersion::default().with_api_key(*key as i16).with_min_version(v.min).with_max_version(v.max))
+        .map(|(key, v)| {
+            ApiVersion::default()
+                .with_api_key(*key as i16)
+                .with_min_version(v.min)
+                .with_max_version(v.max)
+        })
         .collect()
 }
 

@@ -2,7 +2,9 @@
 //! shard, merged here in request order.
 
 use kafka_protocol::messages::consumer_group_describe_response::DescribedGroup;
-use kafka_protocol::messages::{ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, RequestKind, ResponseKind};
+use kafka_protocol::messages::{
+    ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, RequestKind, ResponseKind,
+};
 
 use super::{group_route, Ctx, Outcome, Versions};
 
@@ -20,10 +22,16 @@ pub async fn handle(ctx: &Ctx, mut request: ConsumerGroupDescribeRequest) -> Out
             ResponseKind::ConsumerGroupDescribe(r) => Some(r.groups),
             _ => None,
         },
-        |id| DescribedGroup::default().with_group_id(id).with_error_code(group_route::UNKNOWN_SERVER_ERROR),
+        |id| {
+            DescribedGroup::default()
+                .with_group_id(id)
+                .with_error_code(group_route::UNKNOWN_SERVER_ERROR)
+        },
     )
     .await;
     Outcome::Later(Box::pin(async move {
-        Some(ResponseKind::ConsumerGroupDescribe(ConsumerGroupDescribeResponse::default().with_groups(gather.await)))
+        Some(ResponseKind::ConsumerGroupDescribe(
+            ConsumerGroupDescribeResponse::default().with_groups(gather.await),
+        ))
     }))
 }

@@ -10,5 +10,7 @@ pub const VERSIONS: Versions = Versions { min: 0, max: 1 };
 /// Sends the heartbeat to the group's coordinator.
 pub async fn handle(ctx: &Ctx, request: ConsumerGroupHeartbeatRequest) -> Outcome {
     let group_id = request.group_id.0.to_string();
-    Outcome::Later(group_route::to_group(ctx, &group_id, RequestKind::ConsumerGroupHeartbeat(request)).await)
+    Outcome::Later(
+        group_route::to_group(ctx, &group_id, RequestKind::ConsumerGroupHeartbeat(request)).await,
+    )
 }

@@ -42,11 +42,15 @@ pub async fn handle(ctx: &Ctx, request: CreatePartitionsRequest) -> CreatePartit
         .map(|t| {
             let r = CreatePartitionsTopicResult::default().with_name(t.name.clone());
             if seen[t.name.0.as_str()] > 1 {
-                return r.with_error_code(INVALID_REQUEST).with_error_message(Some(sb("Duplicate topic in request.")));
+                return r
+                    .with_error_code(INVALID_REQUEST)
+                    .with_error_message(Some(sb("Duplicate topic in request.")));
             }
             match answers.next() {
                 Some(Ok(())) => r,
-                Some(Err(e)) => r.with_error_code(e.code()).with_error_message(Some(sb(e.message()))),
+                Some(Err(e)) => {
+                    r.with_error_code(e.code()).with_error_message(Some(sb(e.message())))
+                }
                 None => r.with_error_code(UNKNOWN_SERVER_ERROR),
             }
         })

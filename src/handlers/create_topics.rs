@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use kafka_protocol::messages::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
+use kafka_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult,
+};
 use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 
 use super::util::sb;
@@ -35,12 +37,19 @@ pub async fn handle(ctx: &Ctx, request: CreateTopicsRequest) -> CreateTopicsResp
         let name = t.name.0.to_string();
         let fail = |code: i16, msg: String| Some(error_result(&name, code, msg, v));
         if !seen.insert(name.clone()) {
-            results.push(fail(INVALID_REQUEST, format!("Create topics request from client contains duplicate topic {name}")));
+            results.push(fail(
+                INVALID_REQUEST,
+                format!("Create topics request from client contains duplicate topic {name}"),
+            ));
             continue;
         }
         let partitions = if !t.assignments.is_empty() {
             if t.num_partitions != -1 || t.replication_factor != -1 {
-                results.push(fail(INVALID_REQUEST, "Both numPartitions or replicationFactor and replicasAssignments were set.".into()));
+                results.push(fail(
+                    INVALID_REQUEST,
+                    "Both numPartitions or replicationFactor and replicasAssignments were set."
+                        .into(),
+                ));
                 continue;
             }
             t.assignments.len() as i32
@@ -50,12 +59,16 @@ pub async fn handle(ctx: &Ctx, request: CreateTopicsRequest) -> CreateTopicsResp
             t.num_partitions
         };
         if partitions <= 0 {
-            results.push(fail(INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.".into()));
+            results.push(fail(
+                INVALID_PARTITIONS,
+                "Number of partitions was set to an invalid non-positive value.".into(),
+            ));
             continue;
         }
         if t.replication_factor != -1 && t.replication_factor != 1 {
             let msg = if t.replication_factor <= 0 {
-                "Replication factor must be larger than 0, or -1 to use the default value.".to_string()
+                "Replication factor must be larger than 0, or -1 to use the default value."
+                    .to_string()
             } else {
                 format!("Unable to replicate the partition {} time(s): The target replication factor of {} cannot be reached because only 1 broker(s) are registered.", t.replication_factor, t.replication_factor)
             };
@@ -93,8 +106,15 @@ pub async fn handle(ctx: &Ctx, request: CreateTopicsRequest) -> CreateTopicsResp
                 let outcome = created.next();
                 match outcome {
                     Some((new, Ok(meta))) => ok_result(ctx, &new, &meta, request.validate_only),
-                    Some((new, Err(e))) => error_result(&new.name, e.code(), e.message().to_string(), v),
-                    None => error_result("", UNKNOWN_SERVER_ERROR, "topic creation was not answered".into(), v),
+                    Some((new, Err(e))) => {
+                        error_result(&new.name, e.code(), e.message().to_string(), v)
+                    }
+                    None => error_result(
+                        "",
+                        UNKNOWN_SERVER_ERROR,
+                        "topic creation was not answered".into(),
+                        v,
+                    ),
                 }
             })
         })
@@ -104,7 +124,11 @@ pub async fn handle(ctx: &Ctx, request: CreateTopicsRequest) -> CreateTopicsResp
 
 /// Asks shard 0 to create `topics`; each result pairs the request with its outcome.
 /// Used by CreateTopics and by auto-creation (Metadata, Produce).
-pub async fn create(shard: &Rc<Shard>, topics: Vec<NewTopic>, validate_only: bool) -> Vec<(NewTopic, Result<TopicMeta, CatalogError>)> {
+pub async fn create(
+    shard: &Rc<Shard>,
+    topics: Vec<NewTopic>,
+    validate_only: bool,
+) -> Vec<(NewTopic, Result<TopicMeta, CatalogError>)> {
     if topics.is_empty() {
         return Vec::new();
     }
@@ -117,16 +141,18 @@ pub async fn create(shard: &Rc<Shard>, topics: Vec<NewTopic>, validate_only: boo
     asked
         .into_iter()
         .map(|t| {
-            let a = answers
-                .next()
-                .unwrap_or_else(|| Err(CatalogError::InvalidTopic("the broker is shutting down".into())));
+            let a = answers.next().unwrap_or_else(|| {
+                Err(CatalogError::InvalidTopic("the broker is shutting down".into()))
+            });
             (t, a)
         })
         .collect()
 }
 
 fn error_result(name: &str, code: i16, message: String, version: i16) -> CreatableTopicResult {
-    let mut r = CreatableTopicResult::default().with_name(super::util::topic_name(name)).with_error_code(code);
+    let mut r = CreatableTopicResult::default()
+        .with_name(super::util::topic_name(name))
+        .with_error_code(code);
     r.error_message = Some(sb(&message));
     if version >= 5 {
         r.num_partitions = -1;
@@ -136,7 +162,12 @@ fn error_result(name: &str, code: i16, message: String, version: i16) -> Creatab
     r
 }
 
-fn ok_result(ctx: &Ctx, new: &NewTopic, meta: &TopicMeta, validate_only: bool) -> CreatableTopicResult {
+fn ok_result(
+    ctx: &Ctx,
+    new: &NewTopic,
+    meta: &TopicMeta,
+    validate_only: bool,
+) -> CreatableTopicResult {
     let mut r = CreatableTopicResult::default().with_name(super::util::topic_name(&new.name));
     if ctx.api_version >= 5 {
         r.num_partitions = new.partitions;

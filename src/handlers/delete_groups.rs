@@ -2,7 +2,9 @@
 //! tombstones are durable), results merged here in request order.
 
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
-use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse, RequestKind, ResponseKind};
+use kafka_protocol::messages::{
+    DeleteGroupsRequest, DeleteGroupsResponse, RequestKind, ResponseKind,
+};
 
 use super::{group_route, Ctx, Outcome, Versions};
 
@@ -20,7 +22,11 @@ pub async fn handle(ctx: &Ctx, mut request: DeleteGroupsRequest) -> Outcome {
             ResponseKind::DeleteGroups(r) => Some(r.results),
             _ => None,
         },
-        |id| DeletableGroupResult::default().with_group_id(id).with_error_code(group_route::UNKNOWN_SERVER_ERROR),
+        |id| {
+            DeletableGroupResult::default()
+                .with_group_id(id)
+                .with_error_code(group_route::UNKNOWN_SERVER_ERROR)
+        },
     )
     .await;
     Outcome::Later(Box::pin(async move {

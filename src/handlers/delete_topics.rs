@@ -39,11 +39,15 @@ pub async fn handle(ctx: &Ctx, request: DeleteTopicsRequest) -> DeleteTopicsResp
             wanted.push((Some(n.0.to_string()), uuid::Uuid::nil(), Ok(n.0.to_string())));
         }
     }
-    let names: Vec<String> = wanted.iter().filter_map(|(_, _, r)| r.as_ref().ok().cloned()).collect();
+    let names: Vec<String> =
+        wanted.iter().filter_map(|(_, _, r)| r.as_ref().ok().cloned()).collect();
     let mut answers = if names.is_empty() {
         Vec::new()
     } else {
-        ctx.shard.ask(0, |reply| ShardRequest::DeleteTopics { names, reply }).await.unwrap_or_default()
+        ctx.shard
+            .ask(0, |reply| ShardRequest::DeleteTopics { names, reply })
+            .await
+            .unwrap_or_default()
     }
     .into_iter();
 

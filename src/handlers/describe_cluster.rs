@@ -26,7 +26,8 @@ pub fn handle(ctx: &Ctx, request: DescribeClusterRequest) -> DescribeClusterResp
         response.endpoint_type = 1;
         if request.endpoint_type == 2 {
             response.error_code = 119;
-            response.error_message = Some(sb("The target cluster does not expose controller endpoints"));
+            response.error_message =
+                Some(sb("The target cluster does not expose controller endpoints"));
         }
     }
     response

@@ -2,7 +2,9 @@
 //! the rest DEFAULT_CONFIG) and this broker's configs (source DEFAULT_CONFIG or
 //! STATIC_BROKER_CONFIG for the ones flags set).
 
-use kafka_protocol::messages::describe_configs_response::{DescribeConfigsResourceResult, DescribeConfigsResult};
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult,
+};
 use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 
 use super::util::sb;
@@ -34,28 +36,40 @@ pub fn handle(ctx: &Ctx, request: DescribeConfigsRequest) -> DescribeConfigsResp
                     Some(meta) => topic_config::names()
                         .map(|n| match meta.configs.get(n) {
                             Some(v) => (n.to_string(), Some(v.clone()), SOURCE_TOPIC_CONFIG),
-                            None => (n.to_string(), topic_config::default_value(n, &ctx.shard.config), SOURCE_DEFAULT_CONFIG),
+                            None => (
+                                n.to_string(),
+                                topic_config::default_value(n, &ctx.shard.config),
+                                SOURCE_DEFAULT_CONFIG,
+                            ),
                         })
                         .collect(),
                     None => {
-                        return out.with_error_code(UNKNOWN_TOPIC_OR_PARTITION).with_error_message(Some(sb("Topic does not exist")));
+                        return out
+                            .with_error_code(UNKNOWN_TOPIC_OR_PARTITION)
+                            .with_error_message(Some(sb("Topic does not exist")));
                     }
                 },
                 RESOURCE_BROKER => {
                     let name = res.resource_name.as_str();
                     if !name.is_empty() && name != ctx.shard.config.node_id.to_string() {
-                        return out.with_error_code(INVALID_REQUEST).with_error_message(Some(sb("Unexpected broker id")));
+                        return out
+                            .with_error_code(INVALID_REQUEST)
+                            .with_error_message(Some(sb("Unexpected broker id")));
                     }
                     broker_configs(ctx)
                 }
                 _ => {
-                    return out.with_error_code(INVALID_REQUEST).with_error_message(Some(sb("Unsupported resource type")));
+                    return out
+                        .with_error_code(INVALID_REQUEST)
+                        .with_error_message(Some(sb("Unsupported resource type")));
                 }
             };
             let keys = res.configuration_keys.as_ref();
             out.configs = entries
                 .into_iter()
-                .filter(|(n, _, _)| keys.is_none_or(|k| k.is_empty() || k.iter().any(|x| x.as_str() == n)))
+                .filter(|(n, _, _)| {
+                    keys.is_none_or(|k| k.is_empty() || k.iter().any(|x| x.as_str() == n))
+                })
                 .map(|(n, value, source)| {
                     let mut e = DescribeConfigsResourceResult::default()
                         .with_name(sb(&n))
@@ -77,29 +91,74 @@ fn broker_configs(ctx: &Ctx) -> Vec<(String, Option<String>, i8)> {
     let c = &ctx.shard.config;
     let (host, port) = c.advertised();
     vec![
-        ("advertised.listeners".into(), Some(format!("PLAINTEXT://{host}:{port}")), SOURCE_STATIC_BROKER_CONFIG),
-        ("auto.create.topics.enable".into(), Some(c.auto_create_topics.to_string()), SOURCE_STATIC_BROKER_CONFIG),
+        (
+            "advertised.listeners".into(),
+            Some(format!("PLAINTEXT://{host}:{port}")),
+            SOURCE_STATIC_BROKER_CONFIG,
+        ),
+        (
+            "auto.create.topics.enable".into(),
+            Some(c.auto_create_topics.to_string()),
+            SOURCE_STATIC_BROKER_CONFIG,
+        ),
         ("broker.id".into(), Some(c.node_id.to_string()), SOURCE_STATIC_BROKER_CONFIG),
-        ("listeners".into(), Some(format!("PLAINTEXT://{}", c.listen)), SOURCE_STATIC_BROKER_CONFIG),
+        (
+            "listeners".into(),
+            Some(format!("PLAINTEXT://{}", c.listen)),
+            SOURCE_STATIC_BROKER_CONFIG,
+        ),
         ("log.dirs".into(), Some(c.data_dir.display().to_string()), SOURCE_STATIC_BROKER_CONFIG),
-        ("log.index.interval.bytes".into(), Some(c.index_interval_bytes.to_string()), SOURCE_STATIC_BROKER_CONFIG),
+        (
+            "log.index.interval.bytes".into(),
+            Some(c.index_interval_bytes.to_string()),
+            SOURCE_STATIC_BROKER_CONFIG,
+        ),
         ("log.retention.hours".into(), Some("168".into()), SOURCE_DEFAULT_CONFIG),
-        ("log.segment.bytes".into(), Some(c.segment_bytes.to_string()), SOURCE_STATIC_BROKER_CONFIG),
-        ("message.max.bytes".into(), Some(c.max_message_bytes.to_string()), SOURCE_STATIC_BROKER_CONFIG),
+        (
+            "log.segment.bytes".into(),
+            Some(c.segment_bytes.to_string()),
+            SOURCE_STATIC_BROKER_CONFIG,
+        ),
+        (
+            "message.max.bytes".into(),
+            Some(c.max_message_bytes.to_string()),
+            SOURCE_STATIC_BROKER_CONFIG,
+        ),
         ("node.id".into(), Some(c.node_id.to_string()), SOURCE_STATIC_BROKER_CONFIG),
-        ("num.partitions".into(), Some(c.default_partitions.to_string()), SOURCE_STATIC_BROKER_CONFIG),
-        ("socket.request.max.bytes".into(), Some(c.max_request_bytes.to_string()), SOURCE_STATIC_BROKER_CONFIG),
+        (
+            "num.partitions".into(),
+            Some(c.default_partitions.to_string()),
+            SOURCE_STATIC_BROKER_CONFIG,
+        ),
+        (
+            "socket.request.max.bytes".into(),
+            Some(c.max_request_bytes.to_string()),
+            SOURCE_STATIC_BROKER_CONFIG,
+        ),
     ]
 }
 
 /// Kafka's ConfigType codes (v3+): 1 BOOLEAN, 2 STRING, 3 INT, 5 LONG, 6 DOUBLE, 7 LIST.
 fn config_type(name: &str) -> i8 {
     match name {
-        "preallocate" | "unclean.leader.election.enable" | "message.downconversion.enable" | "remote.storage.enable"
+        "preallocate"
+        | "unclean.leader.election.enable"
+        | "message.downconversion.enable"
+        | "remote.storage.enable"
         | "auto.create.topics.enable" => 1,
-        "max.message.bytes" | "segment.bytes" | "index.interval.bytes" | "segment.index.bytes" | "min.insync.replicas"
-        | "message.max.bytes" | "num.partitions" | "broker.id" | "node.id" | "log.index.interval.bytes"
-        | "log.segment.bytes" | "socket.request.max.bytes" | "log.retention.hours" => 3,
+        "max.message.bytes"
+        | "segment.bytes"
+        | "index.interval.bytes"
+        | "segment.index.bytes"
+        | "min.insync.replicas"
+        | "message.max.bytes"
+        | "num.partitions"
+        | "broker.id"
+        | "node.id"
+        | "log.index.interval.bytes"
+        | "log.segment.bytes"
+        | "socket.request.max.bytes"
+        | "log.retention.hours" => 3,
         "min.cleanable.dirty.ratio" => 6,
         "cleanup.policy" | "listeners" | "advertised.listeners" | "log.dirs" => 7,
         "compression.type" | "message.timestamp.type" => 2,

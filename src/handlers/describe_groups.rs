@@ -2,7 +2,9 @@
 //! merged here in request order.
 
 use kafka_protocol::messages::describe_groups_response::DescribedGroup;
-use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse, RequestKind, ResponseKind};
+use kafka_protocol::messages::{
+    DescribeGroupsRequest, DescribeGroupsResponse, RequestKind, ResponseKind,
+};
 
 use super::{group_route, Ctx, Outcome, Versions};
 
@@ -20,10 +22,16 @@ pub async fn handle(ctx: &Ctx, mut request: DescribeGroupsRequest) -> Outcome {
             ResponseKind::DescribeGroups(r) => Some(r.groups),
             _ => None,
         },
-        |id| DescribedGroup::default().with_group_id(id).with_error_code(group_route::UNKNOWN_SERVER_ERROR),
+        |id| {
+            DescribedGroup::default()
+                .with_group_id(id)
+                .with_error_code(group_route::UNKNOWN_SERVER_ERROR)
+        },
     )
     .await;
     Outcome::Later(Box::pin(async move {
-        Some(ResponseKind::DescribeGroups(DescribeGroupsResponse::default().with_groups(gather.await)))
+        Some(ResponseKind::DescribeGroups(
+            DescribeGroupsResponse::default().with_groups(gather.await),
+        ))
     }))
 }

@@ -46,7 +46,8 @@ pub async fn handle(ctx: Ctx, request: FetchRequest) -> Outcome {
     let mut headers = Vec::with_capacity(request.topics.len());
     let mut wanted = Vec::new();
     for (ti, t) in request.topics.iter().enumerate() {
-        let meta = if v >= 13 { catalog.topic_by_id(t.topic_id) } else { catalog.topic(t.topic.as_str()) };
+        let meta =
+            if v >= 13 { catalog.topic_by_id(t.topic_id) } else { catalog.topic(t.topic.as_str()) };
         let mut header = FetchableTopicResponse::default();
         if v >= 13 {
             header.topic_id = t.topic_id;
@@ -100,7 +101,13 @@ async fn read_all(shard: &std::rc::Rc<Shard>, wanted: &[Wanted]) -> Vec<Partitio
         match &w.target {
             Ok((topic, owner)) => {
                 let (tx, rx) = oneshot::channel();
-                let req = ShardRequest::Read { topic: topic.clone(), partition: w.partition, offset: w.offset, max_bytes: w.max_bytes, reply: tx };
+                let req = ShardRequest::Read {
+                    topic: topic.clone(),
+                    partition: w.partition,
+                    offset: w.offset,
+                    max_bytes: w.max_bytes,
+                    reply: tx,
+                };
                 shard.send(*owner, req).await;
                 replies.push(Ok(rx));
             }
@@ -110,8 +117,18 @@ async fn read_all(shard: &std::rc::Rc<Shard>, wanted: &[Wanted]) -> Vec<Partitio
     let mut reads = Vec::with_capacity(replies.len());
     for r in replies {
         reads.push(match r {
-            Ok(rx) => rx.await.unwrap_or(PartitionRead { error: -1, high_watermark: -1, log_start_offset: -1, records: Bytes::new() }),
-            Err(code) => PartitionRead { error: code, high_watermark: -1, log_start_offset: -1, records: Bytes::new() },
+            Ok(rx) => rx.await.unwrap_or(PartitionRead {
+                error: -1,
+                high_watermark: -1,
+                log_start_offset: -1,
+                records: Bytes::new(),
+            }),
+            Err(code) => PartitionRead {
+                error: code,
+                high_watermark: -1,
+                log_start_offset: -1,
+                records: Bytes::new(),
+            },
         });
     }
     reads
@@ -141,7 +158,13 @@ async fn wait_for_data(shard: &std::rc::Rc<Shard>, wanted: &[Wanted], timeout: D
 
 /// Assembles the response in request order, trimming to `max_bytes` at batch
 /// boundaries (the first batch of the response is always kept).
-fn build(v: i16, mut headers: Vec<FetchableTopicResponse>, wanted: &[Wanted], reads: Vec<PartitionRead>, max_bytes: usize) -> FetchResponse {
+fn build(
+    v: i16,
+    mut headers: Vec<FetchableTopicResponse>,
+    wanted: &[Wanted],
+    reads: Vec<PartitionRead>,
+    max_bytes: usize,
+) -> FetchResponse {
     let mut used = 0usize;
     for (w, read) in wanted.iter().zip(reads) {
         let records = trim(&read.records, max_bytes.saturating_sub(used), used == 0);

@@ -34,7 +34,11 @@ pub async fn to_group(ctx: &Ctx, group_id: &str, request: RequestKind) -> Deferr
 
 /// Splits `items` by the shard coordinating each item's group: one list of
 /// (position in `items`, item) per shard that has any.
-pub fn split_by_shard<T>(items: Vec<T>, group_of: impl Fn(&T) -> &str, nr_shards: usize) -> Vec<(usize, Vec<(usize, T)>)> {
+pub fn split_by_shard<T>(
+    items: Vec<T>,
+    group_of: impl Fn(&T) -> &str,
+    nr_shards: usize,
+) -> Vec<(usize, Vec<(usize, T)>)> {
     let mut per: Vec<Vec<(usize, T)>> = (0..nr_shards).map(|_| Vec::new()).collect();
     for (i, item) in items.into_iter().enumerate() {
         let s = coordinator_shard(group_of(&item), nr_shards);

@@ -19,14 +19,27 @@ const UNKNOWN_SERVER_ERROR: i16 = -1;
 pub async fn handle(ctx: &Ctx, request: InitProducerIdRequest) -> InitProducerIdResponse {
     let response = InitProducerIdResponse::default();
     if request.transactional_id.is_some() {
-        return response.with_error_code(COORDINATOR_NOT_AVAILABLE).with_producer_id(ProducerId(-1)).with_producer_epoch(-1);
+        return response
+            .with_error_code(COORDINATOR_NOT_AVAILABLE)
+            .with_producer_id(ProducerId(-1))
+            .with_producer_epoch(-1);
     }
-    if request.producer_id.0 >= 0 && request.producer_epoch >= 0 && request.producer_epoch < i16::MAX - 1 {
-        return response.with_producer_id(request.producer_id).with_producer_epoch(request.producer_epoch + 1);
+    if request.producer_id.0 >= 0
+        && request.producer_epoch >= 0
+        && request.producer_epoch < i16::MAX - 1
+    {
+        return response
+            .with_producer_id(request.producer_id)
+            .with_producer_epoch(request.producer_epoch + 1);
     }
     match ctx.shard.ask(0, |reply| ShardRequest::AllocateProducerId { reply }).await {
         Some(Ok(id)) => response.with_producer_id(ProducerId(id)).with_producer_epoch(0),
-        Some(Err(code)) => response.with_error_code(code).with_producer_id(ProducerId(-1)).with_producer_epoch(-1),
-        None => response.with_error_code(UNKNOWN_SERVER_ERROR).with_producer_id(ProducerId(-1)).with_producer_epoch(-1),
+        Some(Err(code)) => {
+            response.with_error_code(code).with_producer_id(ProducerId(-1)).with_producer_epoch(-1)
+        }
+        None => response
+            .with_error_code(UNKNOWN_SERVER_ERROR)
+            .with_producer_id(ProducerId(-1))
+            .with_producer_epoch(-1),
     }
 }

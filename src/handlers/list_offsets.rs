@@ -3,7 +3,9 @@
 //! each answered by the partition's owner.
 
 use futures_channel::oneshot;
-use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
 use super::{Ctx, Versions};
@@ -60,7 +62,11 @@ pub async fn handle(ctx: &Ctx, request: ListOffsetsRequest) -> ListOffsetsRespon
         let mut partitions = Vec::with_capacity(parts.len());
         for (index, entry) in parts {
             let listed = match entry {
-                Ok(rx) => rx.await.unwrap_or(ListedOffset { error: UNKNOWN_SERVER_ERROR, offset: -1, timestamp: -1 }),
+                Ok(rx) => rx.await.unwrap_or(ListedOffset {
+                    error: UNKNOWN_SERVER_ERROR,
+                    offset: -1,
+                    timestamp: -1,
+                }),
                 Err(code) => ListedOffset { error: code, offset: -1, timestamp: -1 },
             };
             let mut r = ListOffsetsPartitionResponse::default()
@@ -73,7 +79,11 @@ pub async fn handle(ctx: &Ctx, request: ListOffsetsRequest) -> ListOffsetsRespon
             }
             partitions.push(r);
         }
-        topics.push(ListOffsetsTopicResponse::default().with_name(t.name.clone()).with_partitions(partitions));
+        topics.push(
+            ListOffsetsTopicResponse::default()
+                .with_name(t.name.clone())
+                .with_partitions(partitions),
+        );
     }
     ListOffsetsResponse::default().with_topics(topics)
 }

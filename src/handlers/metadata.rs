@@ -4,7 +4,9 @@
 
 use std::collections::BTreeSet;
 
-use kafka_protocol::messages::metadata_response::{MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic};
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
 
 use super::create_topics::create;
@@ -29,7 +31,8 @@ pub async fn handle(ctx: &Ctx, request: MetadataRequest) -> MetadataResponse {
         None => true,
         Some(t) => t.is_empty() && v == 0,
     };
-    let allow_create = ctx.shard.config.auto_create_topics && (v < 4 || request.allow_auto_topic_creation);
+    let allow_create =
+        ctx.shard.config.auto_create_topics && (v < 4 || request.allow_auto_topic_creation);
 
     // Auto-create first, so the answer below sees the new topics.
     if !all && allow_create {
@@ -39,11 +42,19 @@ pub async fn handle(ctx: &Ctx, request: MetadataRequest) -> MetadataResponse {
             .iter()
             .flatten()
             .filter_map(|t| t.name.as_ref().map(|n| n.0.to_string()))
-            .filter(|n| catalog.topic(n).is_none() && validate_topic_name(n).is_ok() && !INTERNAL_TOPICS.contains(&n.as_str()))
+            .filter(|n| {
+                catalog.topic(n).is_none()
+                    && validate_topic_name(n).is_ok()
+                    && !INTERNAL_TOPICS.contains(&n.as_str())
+            })
             .collect();
         let new: Vec<NewTopic> = missing
             .into_iter()
-            .map(|name| NewTopic { name, partitions: ctx.shard.config.default_partitions, configs: Default::default() })
+            .map(|name| NewTopic {
+                name,
+                partitions: ctx.shard.config.default_partitions,
+                configs: Default::default(),
+            })
             .collect();
         for (t, r) in create(&ctx.shard, new, false).await {
             if let Err(e) = r {
@@ -85,7 +96,10 @@ pub async fn handle(ctx: &Ctx, request: MetadataRequest) -> MetadataResponse {
     let (host, port) = ctx.shard.config.advertised();
     let node = BrokerId(ctx.shard.config.node_id);
     let mut response = MetadataResponse::default()
-        .with_brokers(vec![MetadataResponseBroker::default().with_node_id(node).with_host(sb(&host)).with_port(port)])
+        .with_brokers(vec![MetadataResponseBroker::default()
+            .with_node_id(node)
+            .with_host(sb(&host))
+            .with_port(port)])
         .with_topics(topics);
     if v >= 1 {
         response.controller_id = node;

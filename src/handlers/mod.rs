@@ -133,20 +133,38 @@ pub async fn dispatch(ctx: Ctx, request: Request) -> Result<Outcome, Refusal> {
         .map_err(|e| Refusal::MalformedBody { api, version, reason: e.to_string() })?;
     let respond = |r| Ok(Outcome::Respond(r));
     match decoded {
-        RequestKind::ApiVersions(r) => respond(ResponseKind::ApiVersions(api_versions::handle(&ctx, r))),
-        RequestKind::Metadata(r) => respond(ResponseKind::Metadata(metadata::handle(&ctx, r).await)),
+        RequestKind::ApiVersions(r) => {
+            respond(ResponseKind::ApiVersions(api_versions::handle(&ctx, r)))
+        }
+        RequestKind::Metadata(r) => {
+            respond(ResponseKind::Metadata(metadata::handle(&ctx, r).await))
+        }
         RequestKind::Produce(r) => Ok(produce::handle(&ctx, r).await),
         RequestKind::Fetch(r) => Ok(fetch::handle(ctx, r).await),
-        RequestKind::ListOffsets(r) => respond(ResponseKind::ListOffsets(list_offsets::handle(&ctx, r).await)),
-        RequestKind::CreateTopics(r) => respond(ResponseKind::CreateTopics(create_topics::handle(&ctx, r).await)),
-        RequestKind::DeleteTopics(r) => respond(ResponseKind::DeleteTopics(delete_topics::handle(&ctx, r).await)),
+        RequestKind::ListOffsets(r) => {
+            respond(ResponseKind::ListOffsets(list_offsets::handle(&ctx, r).await))
+        }
+        RequestKind::CreateTopics(r) => {
+            respond(ResponseKind::CreateTopics(create_topics::handle(&ctx, r).await))
+        }
+        RequestKind::DeleteTopics(r) => {
+            respond(ResponseKind::DeleteTopics(delete_topics::handle(&ctx, r).await))
+        }
         RequestKind::CreatePartitions(r) => {
             respond(ResponseKind::CreatePartitions(create_partitions::handle(&ctx, r).await))
         }
-        RequestKind::InitProducerId(r) => respond(ResponseKind::InitProducerId(init_producer_id::handle(&ctx, r).await)),
-        RequestKind::DescribeConfigs(r) => respond(ResponseKind::DescribeConfigs(describe_configs::handle(&ctx, r))),
-        RequestKind::DescribeCluster(r) => respond(ResponseKind::DescribeCluster(describe_cluster::handle(&ctx, r))),
-        RequestKind::FindCoordinator(r) => respond(ResponseKind::FindCoordinator(find_coordinator::handle(&ctx, r))),
+        RequestKind::InitProducerId(r) => {
+            respond(ResponseKind::InitProducerId(init_producer_id::handle(&ctx, r).await))
+        }
+        RequestKind::DescribeConfigs(r) => {
+            respond(ResponseKind::DescribeConfigs(describe_configs::handle(&ctx, r)))
+        }
+        RequestKind::DescribeCluster(r) => {
+            respond(ResponseKind::DescribeCluster(describe_cluster::handle(&ctx, r)))
+        }
+        RequestKind::FindCoordinator(r) => {
+            respond(ResponseKind::FindCoordinator(find_coordinator::handle(&ctx, r)))
+        }
         RequestKind::JoinGroup(r) => Ok(join_group::handle(&ctx, r).await),
         RequestKind::SyncGroup(r) => Ok(sync_group::handle(&ctx, r).await),
         RequestKind::Heartbeat(r) => Ok(heartbeat::handle(&ctx, r).await),
@@ -157,7 +175,9 @@ pub async fn dispatch(ctx: Ctx, request: Request) -> Result<Outcome, Refusal> {
         RequestKind::DescribeGroups(r) => Ok(describe_groups::handle(&ctx, r).await),
         RequestKind::DeleteGroups(r) => Ok(delete_groups::handle(&ctx, r).await),
         RequestKind::OffsetDelete(r) => Ok(offset_delete::handle(&ctx, r).await),
-        RequestKind::ConsumerGroupHeartbeat(r) => Ok(consumer_group_heartbeat::handle(&ctx, r).await),
+        RequestKind::ConsumerGroupHeartbeat(r) => {
+            Ok(consumer_group_heartbeat::handle(&ctx, r).await)
+        }
         RequestKind::ConsumerGroupDescribe(r) => Ok(consumer_group_describe::handle(&ctx, r).await),
         _ => Err(Refusal::UnsupportedVersion { api, version }),
     }

@@ -2,8 +2,12 @@
 //! with UNKNOWN_TOPIC_OR_PARTITION (as Kafka does); the rest go to the group's
 //! coordinating shard, which answers once the commit is durable.
 
-use kafka_protocol::messages::offset_commit_response::{OffsetCommitResponsePartition, OffsetCommitResponseTopic};
-use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse, RequestKind, ResponseKind};
+use kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{
+    OffsetCommitRequest, OffsetCommitResponse, RequestKind, ResponseKind,
+};
 
 use super::{group_route, Ctx, Outcome, Versions};
 
@@ -42,7 +46,11 @@ pub async fn handle(ctx: &Ctx, mut request: OffsetCommitRequest) -> Outcome {
     }))
 }
 
-fn merge_unknown(response: &mut OffsetCommitResponse, names: &[kafka_protocol::messages::TopicName], unknown: Vec<(usize, i32)>) {
+fn merge_unknown(
+    response: &mut OffsetCommitResponse,
+    names: &[kafka_protocol::messages::TopicName],
+    unknown: Vec<(usize, i32)>,
+) {
     for (ti, partition) in unknown {
         let name = &names[ti];
         let idx = match response.topics.iter().position(|t| &t.name == name) {
@@ -53,7 +61,9 @@ fn merge_unknown(response: &mut OffsetCommitResponse, names: &[kafka_protocol::m
             }
         };
         response.topics[idx].partitions.push(
-            OffsetCommitResponsePartition::default().with_partition_index(partition).with_error_code(UNKNOWN_TOPIC_OR_PARTITION),
+            OffsetCommitResponsePartition::default()
+                .with_partition_index(partition)
+                .with_error_code(UNKNOWN_TOPIC_OR_PARTITION),
         );
     }
 }

@@ -2,7 +2,9 @@
 //! by its coordinating shard and merged here in request order.
 
 use kafka_protocol::messages::offset_fetch_response::OffsetFetchResponseGroup;
-use kafka_protocol::messages::{OffsetFetchRequest, OffsetFetchResponse, RequestKind, ResponseKind};
+use kafka_protocol::messages::{
+    OffsetFetchRequest, OffsetFetchResponse, RequestKind, ResponseKind,
+};
 
 use super::{group_route, Ctx, Outcome, Versions};
 
@@ -12,7 +14,9 @@ pub const VERSIONS: Versions = Versions { min: 1, max: 9 };
 pub async fn handle(ctx: &Ctx, mut request: OffsetFetchRequest) -> Outcome {
     if ctx.api_version < 8 {
         let group_id = request.group_id.0.to_string();
-        return Outcome::Later(group_route::to_group(ctx, &group_id, RequestKind::OffsetFetch(request)).await);
+        return Outcome::Later(
+            group_route::to_group(ctx, &group_id, RequestKind::OffsetFetch(request)).await,
+        );
     }
     let groups = std::mem::take(&mut request.groups);
     let gather = group_route::scatter(
@@ -24,7 +28,11 @@ pub async fn handle(ctx: &Ctx, mut request: OffsetFetchRequest) -> Outcome {
             ResponseKind::OffsetFetch(r) => Some(r.groups),
             _ => None,
         },
-        |g| OffsetFetchResponseGroup::default().with_group_id(g.group_id).with_error_code(group_route::UNKNOWN_SERVER_ERROR),
+        |g| {
+            OffsetFetchResponseGroup::default()
+                .with_group_id(g.group_id)
+                .with_error_code(group_route::UNKNOWN_SERVER_ERROR)
+        },
     )
     .await;
     Outcome::Later(Box::pin(async move {

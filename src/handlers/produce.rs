@@ -52,10 +52,15 @@ pub async fn handle(ctx: &Ctx, request: ProduceRequest) -> Outcome {
     let acks = request.acks;
     let catalog = ctx.shard.catalog();
     let now = now_ms();
-    let mut topics: Vec<(TopicProduceResponse, Vec<(i32, Pending)>)> = Vec::with_capacity(request.topic_data.len());
+    let mut topics: Vec<(TopicProduceResponse, Vec<(i32, Pending)>)> =
+        Vec::with_capacity(request.topic_data.len());
 
     for topic in request.topic_data {
-        let meta = if v >= 13 { catalog.topic_by_id(topic.topic_id) } else { catalog.topic(topic.name.as_str()) };
+        let meta = if v >= 13 {
+            catalog.topic_by_id(topic.topic_id)
+        } else {
+            catalog.topic(topic.name.as_str())
+        };
         let missing = if v >= 13 { UNKNOWN_TOPIC_ID } else { UNKNOWN_TOPIC_OR_PARTITION };
         let mut header = TopicProduceResponse::default();
         if v >= 13 {
@@ -68,27 +73,40 @@ pub async fn handle(ctx: &Ctx, request: ProduceRequest) -> Outcome {
             let pending = match (meta, acks) {
                 (_, a) if a != 0 && a != 1 && a != -1 => Pending::Done(INVALID_REQUIRED_ACKS, None),
                 (None, _) => Pending::Done(missing, None),
-                (Some(meta), _) => match meta.partition_shards.get(pd.index as usize).filter(|_| pd.index >= 0) {
-                    None => Pending::Done(UNKNOWN_TOPIC_OR_PARTITION, None),
-                    Some(&owner) => {
-                        let max_message_bytes = crate::topic_config::EffectiveTopicConfig::resolve(&meta.configs, &ctx.shard.config).max_message_bytes;
-                        let records = pd.records.unwrap_or_default();
-                        match validate(&records, max_message_bytes, now) {
-                            Err((code, msg)) => Pending::Done(code, Some(msg)),
-                            Ok(batches) => {
-                                let name = Shard::topic_name(&meta.name);
-                                let mut replies = Vec::with_capacity(batches.len());
-                                for batch in batches {
-                                    let (tx, rx) = oneshot::channel();
-                                    let request = ShardRequest::Append { topic: name.clone(), partition: pd.index, batch, now_ms: now, reply: tx };
-                                    ctx.shard.send(owner, request).await;
-                                    replies.push(rx);
+                (Some(meta), _) => {
+                    match meta.partition_shards.get(pd.index as usize).filter(|_| pd.index >= 0) {
+                        None => Pending::Done(UNKNOWN_TOPIC_OR_PARTITION, None),
+                        Some(&owner) => {
+                            let max_message_bytes =
+                                crate::topic_config::EffectiveTopicConfig::resolve(
+                                    &meta.configs,
+                                    &ctx.shard.config,
+                                )
+                                .max_message_bytes;
+                            let records = pd.records.unwrap_or_default();
+                            match validate(&records, max_message_bytes, now) {
+                                Err((code, msg)) => Pending::Done(code, Some(msg)),
+                                Ok(batches) => {
+                                    let name = Shard::topic_name(&meta.name);
+                                    let mut replies = Vec::with_capacity(batches.len());
+                                    for batch in batches {
+                                        let (tx, rx) = oneshot::channel();
+                                        let request = ShardRequest::Append {
+                                            topic: name.clone(),
+                                            partition: pd.index,
+                                            batch,
+                                            now_ms: now,
+                                            reply: tx,
+                                        };
+                                        ctx.shard.send(owner, request).await;
+                                        replies.push(rx);
+                                    }
+                                    Pending::Appending(replies)
                                 }
-                                Pending::Appending(replies)
                             }
                         }
                     }
-                },
+                }
             };
             partitions.push((pd.index, pending));
         }
@@ -102,14 +120,21 @@ pub async fn handle(ctx: &Ctx, request: ProduceRequest) -> Outcome {
 }
 
 /// Splits a partition's `records` into its batches after checking each one.
-fn validate(records: &Bytes, max_message_bytes: i32, now: i64) -> Result<Vec<Bytes>, (i16, String)> {
+fn validate(
+    records: &Bytes,
+    max_message_bytes: i32,
+    now: i64,
+) -> Result<Vec<Bytes>, (i16, String)> {
     if records.is_empty() {
         return Err((INVALID_RECORD, "Produce request has no record batch".into()));
     }
     let mut batches = Vec::with_capacity(1);
     for item in BatchIter::new(records) {
         let (at, header) = item.map_err(|e| match e {
-            BatchError::UnsupportedMagic(m) => (UNSUPPORTED_FOR_MESSAGE_FORMAT, format!("Record batch magic {m} is not supported; use magic 2")),
+            BatchError::UnsupportedMagic(m) => (
+                UNSUPPORTED_FOR_MESSAGE_FORMAT,
+                format!("Record batch magic {m} is not supported; use magic 2"),
+            ),
             e => (CORRUPT_MESSAGE, e.to_string()),
         })?;
         let size = header.total_size();
@@ -121,9 +146,15 @@ fn validate(records: &Bytes, max_message_bytes: i32, now: i64) -> Result<Vec<Byt
         }
         let batch = records.slice(at..at + size);
         if !verify_crc(&batch) {
-            return Err((CORRUPT_MESSAGE, "Record batch CRC32C does not match its contents".into()));
+            return Err((
+                CORRUPT_MESSAGE,
+                "Record batch CRC32C does not match its contents".into(),
+            ));
         }
-        if header.records_count <= 0 || header.last_offset_delta < 0 || header.records_count as i64 != header.last_offset_delta as i64 + 1 {
+        if header.records_count <= 0
+            || header.last_offset_delta < 0
+            || header.records_count as i64 != header.last_offset_delta as i64 + 1
+        {
             return Err((
                 INVALID_RECORD,
                 format!(
@@ -133,9 +164,14 @@ fn validate(records: &Bytes, max_message_bytes: i32, now: i64) -> Result<Vec<Byt
             ));
         }
         if header.is_transactional() || header.is_control() {
-            return Err((INVALID_TXN_STATE, "Transactions are not supported by this broker yet".into()));
+            return Err((
+                INVALID_TXN_STATE,
+                "Transactions are not supported by this broker yet".into(),
+            ));
         }
-        if !header.timestamp_type_log_append() && header.max_timestamp > now + TIMESTAMP_AFTER_MAX_MS {
+        if !header.timestamp_type_log_append()
+            && header.max_timestamp > now + TIMESTAMP_AFTER_MAX_MS
+        {
             return Err((
                 INVALID_TIMESTAMP,
                 format!("Timestamp {} is more than {TIMESTAMP_AFTER_MAX_MS} ms ahead of the broker's clock", header.max_timestamp),
@@ -147,7 +183,10 @@ fn validate(records: &Bytes, max_message_bytes: i32, now: i64) -> Result<Vec<Byt
 }
 
 /// Waits for every append and builds the response, in request order.
-async fn respond(v: i16, topics: Vec<(TopicProduceResponse, Vec<(i32, Pending)>)>) -> ProduceResponse {
+async fn respond(
+    v: i16,
+    topics: Vec<(TopicProduceResponse, Vec<(i32, Pending)>)>,
+) -> ProduceResponse {
     let mut responses = Vec::with_capacity(topics.len());
     for (mut header, partitions) in topics {
         let mut out = Vec::with_capacity(partitions.len());

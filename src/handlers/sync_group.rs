@@ -1,7 +1,7 @@
 //! SyncGroup (key 14), classic group protocol: routed to the group's coordinating shard;
 //! the state machine is [`crate::coordinator::GroupCoordinator`].
 
-use kafka_protocol::messages::{SyncGroupRequest, RequestKind};
+use kafka_protocol::messages::{RequestKind, SyncGroupRequest};
 
 use super::{group_route, Ctx, Outcome, Versions};
 

@@ -29,11 +29,7 @@ pub struct BatchCache {
 impl BatchCache {
     /// An empty cache holding at most `budget` bytes.
     pub fn new(budget: usize) -> Self {
-        BatchCache {
-            batches: VecDeque::new(),
-            bytes: 0,
-            budget,
-        }
+        BatchCache { batches: VecDeque::new(), bytes: 0, budget }
     }
 
     /// Bytes currently cached.

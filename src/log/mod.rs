@@ -250,10 +250,7 @@ impl PartitionLog {
             return Some(io::Error::new(*kind, msg.clone()));
         }
         if self.closed.get() {
-            return Some(io::Error::new(
-                io::ErrorKind::BrokenPipe,
-                "partition log closed",
-            ));
+            return Some(io::Error::new(io::ErrorKind::BrokenPipe, "partition log closed"));
         }
         None
     }
@@ -317,11 +314,7 @@ impl PartitionLog {
                         last_offset: hdr.last_offset(),
                         data: data.clone(),
                     });
-                    st.pending.push_back(Pending {
-                        data,
-                        header: hdr,
-                        roll,
-                    });
+                    st.pending.push_back(Pending { data, header: hdr, roll });
                     self.writer_wake.notify();
                     AppendInfo {
                         base_offset: base,
@@ -337,8 +330,7 @@ impl PartitionLog {
             Ok(info)
         } else {
             Err(AppendError::Io(
-                self.io_error()
-                    .unwrap_or_else(|| io::Error::other("append not written")),
+                self.io_error().unwrap_or_else(|| io::Error::other("append not written")),
             ))
         }
     }
@@ -367,11 +359,7 @@ impl PartitionLog {
             s[i..].to_vec()
         };
         for seg in segs {
-            if let Some(b) = seg
-                .read_from(offset, max_bytes, hw)
-                .await
-                .map_err(ReadError::Io)?
-            {
+            if let Some(b) = seg.read_from(offset, max_bytes, hw).await.map_err(ReadError::Io)? {
                 return Ok(b);
             }
         }
@@ -414,9 +402,8 @@ impl PartitionLog {
             }
             let rel = seg.time_index.borrow().lookup(ts_ms);
             let pos = seg.index.borrow().lookup(rel) as u64;
-            if let Some((_, h, _, _)) = seg
-                .find_batch(pos, hw, 0, |h| h.max_timestamp >= ts_ms)
-                .await?
+            if let Some((_, h, _, _)) =
+                seg.find_batch(pos, hw, 0, |h| h.max_timestamp >= ts_ms).await?
             {
                 return Ok(Some((h.base_offset, h.max_timestamp)));
             }
@@ -453,11 +440,7 @@ impl PartitionLog {
         }
         let active = self.active();
         active.file.fdatasync().await.map_err(io::Error::from)?;
-        active
-            .file
-            .truncate(active.size.get())
-            .await
-            .map_err(io::Error::from)?;
+        active.file.truncate(active.size.get()).await.map_err(io::Error::from)?;
         active.finish_time_index();
         active.save_indexes()?;
         self.save_snapshot()?;
@@ -535,8 +518,7 @@ impl PartitionLog {
                     self.max_ts.set(Some((h.max_timestamp, h.last_offset())));
                 }
             }
-            self.watch
-                .advance(group.last().unwrap().header.next_offset());
+            self.watch.advance(group.last().unwrap().header.next_offset());
         }
     }
 
@@ -562,11 +544,7 @@ impl PartitionLog {
             b[used..].fill(0);
             b[used - used % align..used].to_vec()
         };
-        let n = seg
-            .file
-            .write_at(dma, start)
-            .await
-            .map_err(io::Error::from)?;
+        let n = seg.file.write_at(dma, start).await.map_err(io::Error::from)?;
         if n < buf_len {
             return Err(io::Error::new(
                 io::ErrorKind::WriteZero,
@@ -587,10 +565,7 @@ impl PartitionLog {
     /// files, producer snapshot) and starts a new one based at `base`.
     async fn roll(&self, base: i64) -> io::Result<()> {
         let old = self.active();
-        old.file
-            .truncate(old.size.get())
-            .await
-            .map_err(io::Error::from)?;
+        old.file.truncate(old.size.get()).await.map_err(io::Error::from)?;
         if self.config.flush != FlushPolicy::Never {
             old.file.fdatasync().await.map_err(io::Error::from)?;
         }

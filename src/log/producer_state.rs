@@ -96,17 +96,9 @@ impl ProducerState {
         }
         let (first, last) = (h.base_sequence, h.last_sequence());
         if h.producer_epoch > e.epoch {
-            return if first == 0 {
-                SeqCheck::Append
-            } else {
-                SeqCheck::OutOfOrder
-            };
+            return if first == 0 { SeqCheck::Append } else { SeqCheck::OutOfOrder };
         }
-        if let Some(b) = e
-            .batches
-            .iter()
-            .find(|b| b.first_seq == first && b.last_seq == last)
-        {
+        if let Some(b) = e.batches.iter().find(|b| b.first_seq == first && b.last_seq == last) {
             return SeqCheck::Duplicate(*b);
         }
         match e.batches.back() {
@@ -182,10 +174,7 @@ impl ProducerState {
             let pid = r.i64()?;
             let epoch = r.i16()?;
             let k = r.u8()?;
-            let mut e = ProducerEntry {
-                epoch,
-                batches: VecDeque::new(),
-            };
+            let mut e = ProducerEntry { epoch, batches: VecDeque::new() };
             for _ in 0..k {
                 e.batches.push_back(BatchMeta {
                     first_seq: r.i32()?,
@@ -285,10 +274,7 @@ mod tests {
         }
         assert_eq!(s.get(9).unwrap().batches.len(), 5);
         assert_eq!(s.check(&hdr(9, 2, 1, 1, 0)), SeqCheck::OutOfOrder);
-        assert!(matches!(
-            s.check(&hdr(9, 2, 2, 1, 0)),
-            SeqCheck::Duplicate(_)
-        ));
+        assert!(matches!(s.check(&hdr(9, 2, 2, 1, 0)), SeqCheck::Duplicate(_)));
         let mut w = ProducerState::default();
         w.record(&hdr(3, 0, i32::MAX - 1, 2, 0)); // last seq = MAX
         assert_eq!(w.check(&hdr(3, 0, 0, 1, 2)), SeqCheck::Append);

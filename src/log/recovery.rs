@@ -52,9 +52,7 @@ async fn scan_and_repair(seg: &Segment, interval: u64) -> io::Result<u64> {
     seg.max_ts.set(None);
     seg.next_offset.set(seg.base_offset);
     let file_end = seg.size.get();
-    let (valid, stop) = seg
-        .scan(0, file_end, |pos, h| seg.note_batch(pos, h, interval))
-        .await?;
+    let (valid, stop) = seg.scan(0, file_end, |pos, h| seg.note_batch(pos, h, interval)).await?;
     let cut = file_end - valid;
     if cut > 0 {
         tracing::warn!(
@@ -79,11 +77,7 @@ pub async fn recover(dir: &Path, interval: u64) -> io::Result<Recovered> {
     let mut segments: Vec<Rc<Segment>> = Vec::with_capacity(bases.len().max(1));
     if bases.is_empty() {
         segments.push(Rc::new(Segment::create(dir, 0).await?));
-        return Ok(Recovered {
-            segments,
-            producers: ProducerState::default(),
-            max_ts: None,
-        });
+        return Ok(Recovered { segments, producers: ProducerState::default(), max_ts: None });
     }
     for (i, &base) in bases.iter().enumerate() {
         let seg = Segment::open(dir, base).await?;
@@ -111,13 +105,12 @@ pub async fn recover(dir: &Path, interval: u64) -> io::Result<Recovered> {
 
     let leo = active.next_offset.get();
     let max_ts =
-        segments
-            .iter()
-            .filter_map(|s| s.max_ts.get())
-            .fold(None, |acc: Option<(i64, i64)>, x| match acc {
+        segments.iter().filter_map(|s| s.max_ts.get()).fold(None, |acc: Option<(i64, i64)>, x| {
+            match acc {
                 Some(a) if a.0 >= x.0 => Some(a),
                 _ => Some(x),
-            });
+            }
+        });
 
     // Producer state: snapshot (if it describes a prefix of this log) + replay after it.
     let snap = std::fs::read(dir.join(SNAPSHOT_FILE))
@@ -135,9 +128,5 @@ pub async fn recover(dir: &Path, interval: u64) -> io::Result<Recovered> {
         })
         .await?;
     }
-    Ok(Recovered {
-        segments,
-        producers,
-        max_ts,
-    })
+    Ok(Recovered { segments, producers, max_ts })
 }

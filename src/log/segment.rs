@@ -144,16 +144,13 @@ impl Segment {
     /// last one; tracks the max timestamp and next offset.
     pub fn note_batch(&self, pos: u64, h: &RecordBatchHeader, interval: u64) {
         if pos > 0 && self.bytes_since_index.get() >= interval {
-            self.index
-                .borrow_mut()
-                .push(self.rel(h.base_offset), pos as u32);
+            self.index.borrow_mut().push(self.rel(h.base_offset), pos as u32);
             if let Some((ts, off)) = self.max_ts.get() {
                 self.time_index.borrow_mut().push(ts, self.rel(off));
             }
             self.bytes_since_index.set(0);
         }
-        self.bytes_since_index
-            .set(self.bytes_since_index.get() + h.total_size() as u64);
+        self.bytes_since_index.set(self.bytes_since_index.get() + h.total_size() as u64);
         if self.max_ts.get().is_none_or(|(t, _)| h.max_timestamp > t) {
             self.max_ts.set(Some((h.max_timestamp, h.last_offset())));
         }
@@ -185,20 +182,15 @@ impl Segment {
         let (Ok(ix), Ok(tx)) = (ix, tx) else {
             return false;
         };
-        let (Some(ix), Some(tx)) = (
-            OffsetIndex::decode(&ix, self.size.get()),
-            TimeIndex::decode(&tx),
-        ) else {
+        let (Some(ix), Some(tx)) =
+            (OffsetIndex::decode(&ix, self.size.get()), TimeIndex::decode(&tx))
+        else {
             return false;
         };
         if self.size.get() > 0 && tx.entries.is_empty() {
             return false; // a non-empty inactive segment always has its final entry
         }
-        self.max_ts.set(
-            tx.entries
-                .last()
-                .map(|&(t, r)| (t, self.base_offset + r as i64)),
-        );
+        self.max_ts.set(tx.entries.last().map(|&(t, r)| (t, self.base_offset + r as i64)));
         *self.index.borrow_mut() = ix;
         *self.time_index.borrow_mut() = tx;
         true
@@ -221,13 +213,13 @@ impl Segment {
         }
         let held_elsewhere = READ_AHEAD_HELD.with(|h| h.get())
             - self.readahead.borrow().as_ref().map_or(0, |r| r.data.len());
-        let want = if held_elsewhere + READ_AHEAD <= READ_AHEAD_BUDGET { (end - pos).max(READ_AHEAD as u64) } else { end - pos };
+        let want = if held_elsewhere + READ_AHEAD <= READ_AHEAD_BUDGET {
+            (end - pos).max(READ_AHEAD as u64)
+        } else {
+            end - pos
+        };
         let read_end = (pos + want).min(self.size.get());
-        let r = self
-            .file
-            .read_at(pos, (read_end - pos) as usize)
-            .await
-            .map_err(io::Error::from)?;
+        let r = self.file.read_at(pos, (read_end - pos) as usize).await.map_err(io::Error::from)?;
         if r.len() < (end - pos) as usize {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
@@ -312,9 +304,7 @@ impl Segment {
         let mut buf = Bytes::new();
         let mut buf_pos = 0u64;
         while pos < end {
-            let h = self
-                .header_at(pos, end, hint, &mut buf, &mut buf_pos)
-                .await?;
+            let h = self.header_at(pos, end, hint, &mut buf, &mut buf_pos).await?;
             if h.last_offset() >= limit {
                 return Ok(None);
             }
@@ -365,9 +355,8 @@ impl Segment {
     ) -> io::Result<Option<Bytes>> {
         let start_pos = self.index.borrow().lookup(self.rel(offset)) as u64;
         let hint = max_bytes.clamp(MIN_READ, 16 << 20);
-        let Some((start, first, mut buf, mut buf_pos)) = self
-            .find_batch(start_pos, limit, hint, |h| h.last_offset() >= offset)
-            .await?
+        let Some((start, first, mut buf, mut buf_pos)) =
+            self.find_batch(start_pos, limit, hint, |h| h.last_offset() >= offset).await?
         else {
             return Ok(None);
         };
@@ -375,9 +364,7 @@ impl Segment {
         let mut total = first.total_size() as u64;
         let mut pos = start + total;
         while pos < end {
-            let h = self
-                .header_at(pos, end, hint, &mut buf, &mut buf_pos)
-                .await?;
+            let h = self.header_at(pos, end, hint, &mut buf, &mut buf_pos).await?;
             let n = h.total_size() as u64;
             if h.last_offset() >= limit || total + n > max_bytes as u64 {
                 break;
@@ -423,11 +410,7 @@ pub async fn probe_dma_device(dir: &Path) -> io::Result<()> {
     std::fs::write(&path, vec![0xA5u8; 64 << 10])?;
     let opened = DmaFile::open(&path).await;
     let _ = std::fs::remove_file(&path);
-    opened
-        .map_err(io::Error::from)?
-        .close()
-        .await
-        .map_err(io::Error::from)?;
+    opened.map_err(io::Error::from)?.close().await.map_err(io::Error::from)?;
     PROBED_DEVICES.with(|p| p.borrow_mut().insert(dev));
     Ok(())
 }

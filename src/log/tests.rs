@@ -69,9 +69,7 @@ fn with_base(b: &Bytes, base: i64) -> Vec<u8> {
 fn headers(b: &[u8]) -> Vec<RecordBatchHeader> {
     let r = scan_batches(b);
     assert_eq!(r.valid_bytes, b.len(), "read returned a partial batch");
-    crate::protocol::batch::BatchIter::new(b)
-        .map(|x| x.unwrap().1)
-        .collect()
+    crate::protocol::batch::BatchIter::new(b).map(|x| x.unwrap().1).collect()
 }
 
 fn log_files(dir: &Path, ext: &str) -> Vec<String> {
@@ -112,20 +110,11 @@ fn append_read_round_trip_and_reopen() {
         assert_eq!(log.log_end_offset(), 9);
         let all = log.read(0, 1 << 20).await.unwrap();
         assert_eq!(&all[..], &expect[..]);
-        assert!(matches!(
-            log.read(10, 10).await,
-            Err(ReadError::OffsetOutOfRange)
-        ));
-        assert!(matches!(
-            log.read(-1, 10).await,
-            Err(ReadError::OffsetOutOfRange)
-        ));
+        assert!(matches!(log.read(10, 10).await, Err(ReadError::OffsetOutOfRange)));
+        assert!(matches!(log.read(-1, 10).await, Err(ReadError::OffsetOutOfRange)));
         assert_eq!(log.read(9, 10).await.unwrap().len(), 0);
         log.close().await.unwrap();
-        assert!(matches!(
-            log.append(batch(1, 1, 0), 0).await,
-            Err(AppendError::Io(_))
-        ));
+        assert!(matches!(log.append(batch(1, 1, 0), 0).await, Err(AppendError::Io(_))));
         // file truncated to the logical size
         let seg = dir.join("00000000000000000000.log");
         assert_eq!(std::fs::metadata(&seg).unwrap().len(), expect.len() as u64);
@@ -145,10 +134,7 @@ fn append_read_round_trip_and_reopen() {
         let log = PartitionLog::open(dir.clone(), cfg()).await.unwrap();
         assert_eq!(log.high_watermark(), 11);
         let h = headers(&log.read(0, 1 << 20).await.unwrap());
-        assert_eq!(
-            h.iter().map(|h| h.base_offset).collect::<Vec<_>>(),
-            vec![0, 3, 4, 9]
-        );
+        assert_eq!(h.iter().map(|h| h.base_offset).collect::<Vec<_>>(), vec![0, 3, 4, 9]);
         log.delete().await.unwrap();
         assert!(!dir.exists());
     });
@@ -168,10 +154,7 @@ fn read_inside_batch_and_max_bytes() {
             // offset 2 lies inside batch 0..=3: the whole batch comes back
             let r = log.read(2, 1 << 20).await.unwrap();
             let h = headers(&r);
-            assert_eq!(
-                h.iter().map(|h| h.base_offset).collect::<Vec<_>>(),
-                vec![0, 4]
-            );
+            assert_eq!(h.iter().map(|h| h.base_offset).collect::<Vec<_>>(), vec![0, 4]);
             // max_bytes smaller than one batch: still one whole batch
             let r = log.read(5, 10).await.unwrap();
             assert_eq!(&r[..], &with_base(&b2, 4)[..]);
@@ -200,9 +183,7 @@ fn segment_roll_and_reads_across_segments() {
             // concurrent appends: exercises group commit
             let log = log.clone();
             let b = b.clone();
-            futs.push(glommio::spawn_local(async move {
-                log.append(b, 0).await.unwrap()
-            }));
+            futs.push(glommio::spawn_local(async move { log.append(b, 0).await.unwrap() }));
         }
         let mut infos = Vec::new();
         for f in futs {
@@ -245,10 +226,7 @@ fn segment_roll_and_reads_across_segments() {
         let log = PartitionLog::open(dir.clone(), c).await.unwrap();
         assert_eq!(std::fs::read(&ix).unwrap(), before);
         assert_eq!(
-            std::fs::metadata(dir.join(&segs[1]).with_extension("index"))
-                .unwrap()
-                .len()
-                % 8,
+            std::fs::metadata(dir.join(&segs[1]).with_extension("index")).unwrap().len() % 8,
             0
         );
         for off in 0..40 {
@@ -274,10 +252,8 @@ fn torn_tail_truncated_on_reopen() {
         let full = std::fs::read(&seg).unwrap();
         let bl = b.len();
         assert_eq!(full.len(), 3 * bl);
-        let cuts: Vec<usize> = (2 * bl + 1..3 * bl)
-            .step_by(7)
-            .chain([2 * bl + 1, 3 * bl - 1])
-            .collect();
+        let cuts: Vec<usize> =
+            (2 * bl + 1..3 * bl).step_by(7).chain([2 * bl + 1, 3 * bl - 1]).collect();
         for (i, &cut) in cuts.iter().enumerate() {
             let d = dir.with_file_name(format!("cut-{i}"));
             std::fs::create_dir_all(&d).unwrap();
@@ -286,9 +262,7 @@ fn torn_tail_truncated_on_reopen() {
             assert_eq!(log.high_watermark(), 6, "cut {cut}");
             assert_eq!(&log.read(0, 1 << 20).await.unwrap()[..], &full[..2 * bl]);
             assert_eq!(
-                std::fs::metadata(d.join("00000000000000000000.log"))
-                    .unwrap()
-                    .len(),
+                std::fs::metadata(d.join("00000000000000000000.log")).unwrap().len(),
                 2 * bl as u64
             );
             let info = log.append(b.clone(), 0).await.unwrap();
@@ -349,10 +323,7 @@ fn idempotent_producer() {
         assert!(matches!(e, AppendError::InvalidProducerEpoch));
         assert_eq!(e.error_code(), 47);
         // unknown producer: any sequence
-        assert_eq!(
-            log.append(idem(8, 3, 42, 1), 0).await.unwrap().base_offset,
-            8
-        );
+        assert_eq!(log.append(idem(8, 3, 42, 1), 0).await.unwrap().base_offset, 8);
         log.close().await.unwrap();
         drop(log);
         // state survives a restart (snapshot), and also a lost snapshot (active-segment replay)
@@ -399,18 +370,9 @@ fn timestamps() {
                 log.clone()
             };
             assert_eq!(log.offset_for_timestamp(0).await.unwrap(), Some((0, 1002)));
-            assert_eq!(
-                log.offset_for_timestamp(1002).await.unwrap(),
-                Some((0, 1002))
-            );
-            assert_eq!(
-                log.offset_for_timestamp(1003).await.unwrap(),
-                Some((3, 2001))
-            );
-            assert_eq!(
-                log.offset_for_timestamp(2002).await.unwrap(),
-                Some((7, 3004))
-            );
+            assert_eq!(log.offset_for_timestamp(1002).await.unwrap(), Some((0, 1002)));
+            assert_eq!(log.offset_for_timestamp(1003).await.unwrap(), Some((3, 2001)));
+            assert_eq!(log.offset_for_timestamp(2002).await.unwrap(), Some((7, 3004)));
             assert_eq!(log.offset_for_timestamp(3005).await.unwrap(), None);
             assert_eq!(log.max_timestamp(), Some((11, 3004)));
             if reopen {
@@ -496,10 +458,7 @@ fn reopen_without_close_like_a_crash() {
         // no snapshot was written: producer state rebuilt by replaying the active segment
         let d = log.append(idem(3, 0, 11, 1), 0).await.unwrap();
         assert_eq!((d.base_offset, d.last_offset), (11, 11));
-        assert_eq!(
-            log.append(idem(3, 0, 12, 1), 0).await.unwrap().base_offset,
-            12
-        );
+        assert_eq!(log.append(idem(3, 0, 12, 1), 0).await.unwrap().base_offset, 12);
         log.close().await.unwrap();
     });
 }

@@ -61,11 +61,7 @@ impl HwWatch {
     /// Future resolving once `hw > offset` or the watch is stopped. Cancel-safe: dropping
     /// it only leaves a stale waker, discarded at the next wake-all.
     pub fn wait_above(self: &Rc<Self>, offset: i64) -> WaitAbove {
-        WaitAbove {
-            watch: self.clone(),
-            offset,
-            registered: None,
-        }
+        WaitAbove { watch: self.clone(), offset, registered: None }
     }
 }
 

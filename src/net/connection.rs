@@ -71,7 +71,12 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, stop: Shutdown) {
     let _ = stream.borrow().shutdown(std::net::Shutdown::Both).await;
 }
 
-async fn read_loop(shard: &Rc<Shard>, mut reader: Half, tx: LocalSender<Queued>, peer: Option<SocketAddr>) {
+async fn read_loop(
+    shard: &Rc<Shard>,
+    mut reader: Half,
+    tx: LocalSender<Queued>,
+    peer: Option<SocketAddr>,
+) {
     let max = shard.config.max_request_bytes;
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     loop {
@@ -99,7 +104,8 @@ async fn read_loop(shard: &Rc<Shard>, mut reader: Half, tx: LocalSender<Queued>,
                 return;
             }
         };
-        let (correlation_id, api_key, api_version) = (request.correlation_id, request.api_key, request.api_version);
+        let (correlation_id, api_key, api_version) =
+            (request.correlation_id, request.api_key, request.api_version);
         let ctx = Ctx {
             shard: shard.clone(),
             api_version,
@@ -109,7 +115,13 @@ async fn read_loop(shard: &Rc<Shard>, mut reader: Half, tx: LocalSender<Queued>,
         let outcome = match handlers::dispatch(ctx, request).await {
             Ok(o) => o,
             Err(refusal) => {
-                tracing::warn!(?peer, api_key, api_version, ?refusal, "closing connection: request refused");
+                tracing::warn!(
+                    ?peer,
+                    api_key,
+                    api_version,
+                    ?refusal,
+                    "closing connection: request refused"
+                );
                 return;
             }
         };
@@ -166,9 +178,16 @@ async fn write_loop(mut writer: Half, rx: LocalReceiver<Queued>, peer: Option<So
 
 /// Encodes one response frame: size, header (v0, or v1 for flexible versions;
 /// ApiVersions always v0), body. Fetch record batches are referenced, not copied.
-fn encode(correlation_id: i32, api: ApiKey, version: i16, response: &ResponseKind) -> anyhow::Result<Vec<Bytes>> {
+fn encode(
+    correlation_id: i32,
+    api: ApiKey,
+    version: i16,
+    response: &ResponseKind,
+) -> anyhow::Result<Vec<Bytes>> {
     // An unsupported ApiVersions version is answered in v0 (KIP-511).
-    let version = if api == ApiKey::ApiVersions && handlers::versions_of(api).is_some_and(|v| version > v.max || version < v.min) {
+    let version = if api == ApiKey::ApiVersions
+        && handlers::versions_of(api).is_some_and(|v| version > v.max || version < v.min)
+    {
         0
     } else {
         version
@@ -176,7 +195,12 @@ fn encode(correlation_id: i32, api: ApiKey, version: i16, response: &ResponseKin
     let header = ResponseHeader::default().with_correlation_id(correlation_id);
     let header_version = api.response_header_version(version);
     if let ResponseKind::Fetch(fetch) = response {
-        let records = fetch.responses.iter().flat_map(|t| t.partitions.iter()).filter_map(|p| p.records.clone()).collect();
+        let records = fetch
+            .responses
+            .iter()
+            .flat_map(|t| t.partitions.iter())
+            .filter_map(|p| p.records.clone())
+            .collect();
         let mut out = Segments::new(records, 1024);
         header.encode(&mut out, header_version)?;
         fetch.encode(&mut out, version)?;

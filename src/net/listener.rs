@@ -62,6 +62,10 @@ pub async fn run(shard: Rc<Shard>, listener: TcpListener, stop: Shutdown) {
     .await;
     match drained {
         Ok(()) => tracing::info!(shard = shard.id, "connections drained"),
-        Err(_) => tracing::warn!(shard = shard.id, timeout_ms = DRAIN_TIMEOUT.as_millis() as u64, "connections still busy after the drain timeout; closing anyway"),
+        Err(_) => tracing::warn!(
+            shard = shard.id,
+            timeout_ms = DRAIN_TIMEOUT.as_millis() as u64,
+            "connections still busy after the drain timeout; closing anyway"
+        ),
     }
 }

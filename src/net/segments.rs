@@ -79,7 +79,9 @@ unsafe impl BufMut for Segments {
 
     fn put_slice(&mut self, src: &[u8]) {
         if src.len() >= MIN_ZERO_COPY {
-            if let Some(b) = self.zero_copy.iter().find(|b| b.as_ptr() == src.as_ptr() && b.len() == src.len()) {
+            if let Some(b) =
+                self.zero_copy.iter().find(|b| b.as_ptr() == src.as_ptr() && b.len() == src.len())
+            {
                 let b = b.clone();
                 if !self.cur.is_empty() {
                     let head = self.cur.split();

@@ -15,14 +15,22 @@ use glommio::net::TcpStream;
 pub struct Half(pub Rc<RefCell<TcpStream>>);
 
 impl AsyncRead for Half {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
         let mut s = self.0.borrow_mut();
         Pin::new(&mut *s).poll_read(cx, buf)
     }
 }
 
 impl AsyncWrite for Half {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         let mut s = self.0.borrow_mut();
         Pin::new(&mut *s).poll_write(cx, buf)
     }

@@ -316,12 +316,7 @@ pub fn scan_batches(buf: &[u8]) -> ScanResult {
             }
         }
     }
-    ScanResult {
-        valid_bytes: pos,
-        batches,
-        last,
-        stop,
-    }
+    ScanResult { valid_bytes: pos, batches, last, stop }
 }
 
 /// Iterator over concatenated v2 batches in a byte slice (e.g. a Produce `records`
@@ -338,11 +333,7 @@ pub struct BatchIter<'a> {
 impl<'a> BatchIter<'a> {
     /// Iterates the batches of `buf` from its start (works for `&Bytes` via deref).
     pub fn new(buf: &'a [u8]) -> Self {
-        BatchIter {
-            buf,
-            pos: 0,
-            done: false,
-        }
+        BatchIter { buf, pos: 0, done: false }
     }
 }
 
@@ -523,35 +514,17 @@ mod tests {
     #[test]
     fn parse_errors() {
         let b = build_batch(&spec(2));
-        assert_eq!(
-            RecordBatchHeader::parse(&b[..10]),
-            Err(BatchError::Truncated)
-        );
-        assert_eq!(
-            RecordBatchHeader::parse(&b[..40]),
-            Err(BatchError::Truncated)
-        );
-        assert_eq!(
-            RecordBatchHeader::parse(&b[..b.len() - 1]),
-            Err(BatchError::Truncated)
-        );
+        assert_eq!(RecordBatchHeader::parse(&b[..10]), Err(BatchError::Truncated));
+        assert_eq!(RecordBatchHeader::parse(&b[..40]), Err(BatchError::Truncated));
+        assert_eq!(RecordBatchHeader::parse(&b[..b.len() - 1]), Err(BatchError::Truncated));
         let mut m = b.clone();
         m[16] = 1;
-        assert_eq!(
-            RecordBatchHeader::parse(&m[..17]),
-            Err(BatchError::UnsupportedMagic(1))
-        );
+        assert_eq!(RecordBatchHeader::parse(&m[..17]), Err(BatchError::UnsupportedMagic(1)));
         let mut l = b.clone();
         l[8..12].copy_from_slice(&48i32.to_be_bytes());
-        assert_eq!(
-            RecordBatchHeader::parse(&l),
-            Err(BatchError::InvalidLength(48))
-        );
+        assert_eq!(RecordBatchHeader::parse(&l), Err(BatchError::InvalidLength(48)));
         l[8..12].copy_from_slice(&(-5i32).to_be_bytes());
-        assert_eq!(
-            RecordBatchHeader::parse(&l),
-            Err(BatchError::InvalidLength(-5))
-        );
+        assert_eq!(RecordBatchHeader::parse(&l), Err(BatchError::InvalidLength(-5)));
         let mut c = b.clone();
         *c.last_mut().unwrap() ^= 1;
         assert!(!verify_crc(&c));
@@ -602,10 +575,7 @@ mod tests {
             })
             .collect();
         let mut buf = BytesMut::new();
-        let opts = RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        };
+        let opts = RecordEncodeOptions { version: 2, compression: Compression::None };
         RecordBatchEncoder::encode(&mut buf, records.iter(), &opts).unwrap();
         let h = RecordBatchHeader::parse(&buf).unwrap();
         assert_eq!(h.total_size(), buf.len());

@@ -61,14 +61,14 @@ pub fn decode_request(mut frame: Bytes) -> Result<Request, HeaderError> {
     let api_version = i16::from_be_bytes([frame[2], frame[3]]);
     let api = ApiKey::try_from(api_key).ok();
     let header_version = match api {
-        Some(k) if (k.valid_versions().min..=k.valid_versions().max).contains(&api_version) => k.request_header_version(api_version),
+        Some(k) if (k.valid_versions().min..=k.valid_versions().max).contains(&api_version) => {
+            k.request_header_version(api_version)
+        }
         _ => 1,
     };
-    let header = RequestHeader::decode(&mut frame, header_version).map_err(|_| HeaderError::Malformed)?;
-    let client_id = header
-        .client_id
-        .map(|s| s.to_string())
-        .unwrap_or_default();
+    let header =
+        RequestHeader::decode(&mut frame, header_version).map_err(|_| HeaderError::Malformed)?;
+    let client_id = header.client_id.map(|s| s.to_string()).unwrap_or_default();
     Ok(Request {
         api_key,
         api,
@@ -85,7 +85,10 @@ mod tests {
 
     #[test]
     fn negative_and_zero_lengths_are_refused() {
-        assert_eq!(check_frame_length((-1i32).to_be_bytes(), 100), Err(FrameError::InvalidLength(-1)));
+        assert_eq!(
+            check_frame_length((-1i32).to_be_bytes(), 100),
+            Err(FrameError::InvalidLength(-1))
+        );
         assert_eq!(check_frame_length(0i32.to_be_bytes(), 100), Err(FrameError::InvalidLength(0)));
     }
 

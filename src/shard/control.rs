@@ -74,7 +74,12 @@ impl Control {
     }
 
     /// CreateTopics: validates all, creates the valid ones unless `validate_only`.
-    pub async fn create_topics(&self, shard: &Rc<Shard>, topics: Vec<NewTopic>, validate_only: bool) -> Vec<Result<TopicMeta, CatalogError>> {
+    pub async fn create_topics(
+        &self,
+        shard: &Rc<Shard>,
+        topics: Vec<NewTopic>,
+        validate_only: bool,
+    ) -> Vec<Result<TopicMeta, CatalogError>> {
         let _permit = self.changes.acquire_permit(1).await;
         let mut next = self.catalog.borrow().clone();
         let results: Vec<_> = topics
@@ -88,7 +93,8 @@ impl Control {
                         configs: t.configs.clone(),
                     })
                 } else {
-                    next.create_topic(&t.name, t.partitions, t.configs.clone(), shard.nr_shards).cloned()
+                    next.create_topic(&t.name, t.partitions, t.configs.clone(), shard.nr_shards)
+                        .cloned()
                 }
             })
             .collect();
@@ -101,7 +107,11 @@ impl Control {
     }
 
     /// DeleteTopics by name.
-    pub async fn delete_topics(&self, shard: &Rc<Shard>, names: Vec<String>) -> Vec<Result<TopicMeta, CatalogError>> {
+    pub async fn delete_topics(
+        &self,
+        shard: &Rc<Shard>,
+        names: Vec<String>,
+    ) -> Vec<Result<TopicMeta, CatalogError>> {
         let _permit = self.changes.acquire_permit(1).await;
         let mut next = self.catalog.borrow().clone();
         let results: Vec<_> = names.iter().map(|n| next.delete_topic(n)).collect();
@@ -114,10 +124,18 @@ impl Control {
     }
 
     /// CreatePartitions: grows each topic to the given total count.
-    pub async fn create_partitions(&self, shard: &Rc<Shard>, topics: Vec<(String, i32)>, validate_only: bool) -> Vec<Result<(), CatalogError>> {
+    pub async fn create_partitions(
+        &self,
+        shard: &Rc<Shard>,
+        topics: Vec<(String, i32)>,
+        validate_only: bool,
+    ) -> Vec<Result<(), CatalogError>> {
         let _permit = self.changes.acquire_permit(1).await;
         let mut next = self.catalog.borrow().clone();
-        let results: Vec<_> = topics.iter().map(|(n, count)| next.create_partitions(n, *count, shard.nr_shards)).collect();
+        let results: Vec<_> = topics
+            .iter()
+            .map(|(n, count)| next.create_partitions(n, *count, shard.nr_shards))
+            .collect();
         if !validate_only && results.iter().any(Result::is_ok) {
             if let Err(e) = self.commit(shard, next).await {
                 return failed(results, e);
@@ -139,7 +157,9 @@ impl Control {
         let mut waits = Vec::new();
         for to in (0..shard.nr_shards).filter(|s| *s != shard.id) {
             let (tx, rx) = futures_channel::oneshot::channel();
-            shard.send(to, ShardRequest::CatalogChanged { catalog: shared.clone(), reply: tx }).await;
+            shard
+                .send(to, ShardRequest::CatalogChanged { catalog: shared.clone(), reply: tx })
+                .await;
             waits.push(rx);
         }
         shard.apply_catalog(next).await;
@@ -151,6 +171,9 @@ impl Control {
 }
 
 /// Every change that would have succeeded fails with `error` instead.
-fn failed<T>(results: Vec<Result<T, CatalogError>>, error: CatalogError) -> Vec<Result<T, CatalogError>> {
+fn failed<T>(
+    results: Vec<Result<T, CatalogError>>,
+    error: CatalogError,
+) -> Vec<Result<T, CatalogError>> {
     results.into_iter().map(|r| r.and(Err(error.clone()))).collect()
 }

@@ -24,7 +24,9 @@ use futures_channel::oneshot;
 use futures_lite::future;
 use glommio::sync::Semaphore;
 use kafka_protocol::messages::{RequestKind, ResponseKind};
-use kafka_protocol::records::{Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
+use kafka_protocol::records::{
+    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
 
 use crate::config::{Config, FlushPolicy};
 use crate::coordinator::{CoordinatorConfig, GroupCoordinator, GroupRecord, Output, RequestToken};
@@ -106,7 +108,12 @@ impl GroupHost {
             logs.insert(p, log);
         }
         coordinator.set_loading(false, now_ms());
-        tracing::info!(shard = id, records = loaded, groups = coordinator.group_count(), "group coordinator loaded");
+        tracing::info!(
+            shard = id,
+            records = loaded,
+            groups = coordinator.group_count(),
+            "group coordinator loaded"
+        );
         Ok(GroupHost {
             coordinator: RefCell::new(coordinator),
             logs: RefCell::new(logs),
@@ -130,7 +137,9 @@ impl GroupHost {
         let outputs = {
             let mut c = self.coordinator.borrow_mut();
             match call.request {
-                RequestKind::JoinGroup(r) => c.join_group(token, v, r, &call.client_id, &call.client_host, now),
+                RequestKind::JoinGroup(r) => {
+                    c.join_group(token, v, r, &call.client_id, &call.client_host, now)
+                }
                 RequestKind::SyncGroup(r) => c.sync_group(token, v, r, now),
                 RequestKind::Heartbeat(r) => c.heartbeat(token, v, r, now),
                 RequestKind::LeaveGroup(r) => c.leave_group(token, v, r, now),
@@ -143,7 +152,9 @@ impl GroupHost {
                 RequestKind::ConsumerGroupHeartbeat(r) => {
                     c.consumer_group_heartbeat(token, v, r, &call.client_id, &call.client_host, now)
                 }
-                RequestKind::ConsumerGroupDescribe(r) => c.consumer_group_describe(token, v, r, now),
+                RequestKind::ConsumerGroupDescribe(r) => {
+                    c.consumer_group_describe(token, v, r, now)
+                }
                 other => {
                     tracing::error!(request = ?other, "not a group request");
                     self.waiting.borrow_mut().remove(&token);
@@ -157,7 +168,11 @@ impl GroupHost {
     /// Tells the coordinator the topics that exist (KIP-848 server-side assignment
     /// needs their ids and partition counts). Called after every catalog change.
     pub async fn set_topics(&self, catalog: &Catalog) {
-        let topics = catalog.topics.values().map(|t| (t.name.clone(), (t.id, t.partition_shards.len() as i32))).collect();
+        let topics = catalog
+            .topics
+            .values()
+            .map(|t| (t.name.clone(), (t.id, t.partition_shards.len() as i32)))
+            .collect();
         let outputs = self.coordinator.borrow_mut().set_topic_metadata(topics, now_ms());
         self.run(outputs).await;
     }
@@ -171,7 +186,11 @@ impl GroupHost {
                 let outputs = self.coordinator.borrow_mut().tick(now);
                 self.run(outputs).await;
             }
-            let wait = self.coordinator.borrow().next_deadline().map_or(TICK_MS, |d| (d - now_ms()).clamp(1, TICK_MS as i64) as u64);
+            let wait = self
+                .coordinator
+                .borrow()
+                .next_deadline()
+                .map_or(TICK_MS, |d| (d - now_ms()).clamp(1, TICK_MS as i64) as u64);
             glommio::timer::sleep(Duration::from_millis(wait)).await;
         }
     }
@@ -210,8 +229,13 @@ impl GroupHost {
         for output in outputs {
             match output {
                 Output::Persist(record) => {
-                    let Some(log) = self.logs.borrow().get(&offsets_partition(record.group())).cloned() else {
-                        tracing::error!(group = record.group(), "no offsets partition on this shard for the group");
+                    let Some(log) =
+                        self.logs.borrow().get(&offsets_partition(record.group())).cloned()
+                    else {
+                        tracing::error!(
+                            group = record.group(),
+                            "no offsets partition on this shard for the group"
+                        );
                         continue;
                     };
                     let batch = encode_record(&record);
@@ -306,12 +330,17 @@ fn encode_record(record: &GroupRecord) -> Bytes {
     let mut buf = BytesMut::new();
     let options = RecordEncodeOptions { version: 2, compression: Compression::None };
     // Encoding an uncompressed v2 batch into memory cannot fail.
-    RecordBatchEncoder::encode(&mut buf, [&r], &options).expect("encoding an in-memory record batch");
+    RecordBatchEncoder::encode(&mut buf, [&r], &options)
+        .expect("encoding an in-memory record batch");
     buf.freeze()
 }
 
 /// Replays one offsets partition into the coordinator; returns the record count.
-async fn replay(log: &PartitionLog, coordinator: &mut GroupCoordinator, dir: &Path) -> std::io::Result<usize> {
+async fn replay(
+    log: &PartitionLog,
+    coordinator: &mut GroupCoordinator,
+    dir: &Path,
+) -> std::io::Result<usize> {
     let mut offset = log.log_start_offset();
     let end = log.high_watermark();
     let mut count = 0;
@@ -334,7 +363,9 @@ async fn replay(log: &PartitionLog, coordinator: &mut GroupCoordinator, dir: &Pa
                         coordinator.load(record);
                         count += 1;
                     }
-                    Err(e) => tracing::warn!(dir = %dir.display(), offset = r.offset, error = ?e, "skipping an undecodable group record"),
+                    Err(e) => {
+                        tracing::warn!(dir = %dir.display(), offset = r.offset, error = ?e, "skipping an undecodable group record")
+                    }
                 }
             }
         }

@@ -60,9 +60,21 @@ pub struct NewTopic {
 #[derive(Debug)]
 pub enum ShardRequest {
     /// Data plane, to a partition's owner: append one record batch.
-    Append { topic: TopicName, partition: i32, batch: Bytes, now_ms: i64, reply: Reply<Result<Appended, i16>> },
+    Append {
+        topic: TopicName,
+        partition: i32,
+        batch: Bytes,
+        now_ms: i64,
+        reply: Reply<Result<Appended, i16>>,
+    },
     /// Data plane, to a partition's owner: read whole batches from `offset`.
-    Read { topic: TopicName, partition: i32, offset: i64, max_bytes: usize, reply: Reply<PartitionRead> },
+    Read {
+        topic: TopicName,
+        partition: i32,
+        offset: i64,
+        max_bytes: usize,
+        reply: Reply<PartitionRead>,
+    },
     /// Data plane, to an owner: resolve once any listed partition's high watermark
     /// passes its offset, or after `timeout_ms`.
     WaitForData { partitions: Vec<(TopicName, i32, i64)>, timeout_ms: u64, reply: Reply<()> },
@@ -71,13 +83,24 @@ pub enum ShardRequest {
     ListOffset { topic: TopicName, partition: i32, timestamp: i64, reply: Reply<ListedOffset> },
     /// To a group's coordinating shard: one group request (or the part of a
     /// multi-group request for the groups that shard coordinates).
-    Group { call: Box<super::groups::GroupCall>, reply: Reply<kafka_protocol::messages::ResponseKind> },
+    Group {
+        call: Box<super::groups::GroupCall>,
+        reply: Reply<kafka_protocol::messages::ResponseKind>,
+    },
     /// Control plane, to shard 0: create topics (or only validate them).
-    CreateTopics { topics: Vec<NewTopic>, validate_only: bool, reply: Reply<Vec<Result<TopicMeta, CatalogError>>> },
+    CreateTopics {
+        topics: Vec<NewTopic>,
+        validate_only: bool,
+        reply: Reply<Vec<Result<TopicMeta, CatalogError>>>,
+    },
     /// Control plane, to shard 0: delete topics by name.
     DeleteTopics { names: Vec<String>, reply: Reply<Vec<Result<TopicMeta, CatalogError>>> },
     /// Control plane, to shard 0: grow topics to a new partition count.
-    CreatePartitions { topics: Vec<(String, i32)>, validate_only: bool, reply: Reply<Vec<Result<(), CatalogError>>> },
+    CreatePartitions {
+        topics: Vec<(String, i32)>,
+        validate_only: bool,
+        reply: Reply<Vec<Result<(), CatalogError>>>,
+    },
     /// Control plane, to shard 0: a fresh producer id (InitProducerId).
     AllocateProducerId { reply: Reply<Result<i64, i16>> },
     /// From shard 0 to every other shard: the new catalog; the reply comes after the

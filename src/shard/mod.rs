@@ -12,5 +12,5 @@ pub mod messages;
 pub mod serve;
 pub mod state;
 
-pub use messages::{ShardRequest, ShardId};
+pub use messages::{ShardId, ShardRequest};
 pub use state::Shard;

@@ -54,8 +54,12 @@ pub async fn execute(shard: &Rc<Shard>, request: ShardRequest) {
             let mut append = Box::pin(async move { log.append(batch, now_ms).await });
             // Poll once now: the log assigns offsets synchronously on first poll.
             let finish = |r: Result<crate::log::AppendInfo, AppendError>| {
-                r.map(|i| Appended { base_offset: i.base_offset, log_append_time: i.log_append_time, log_start_offset: i.log_start_offset })
-                    .map_err(|e| e.error_code())
+                r.map(|i| Appended {
+                    base_offset: i.base_offset,
+                    log_append_time: i.log_append_time,
+                    log_start_offset: i.log_start_offset,
+                })
+                .map_err(|e| e.error_code())
             };
             match future::poll_once(&mut append).await {
                 Some(r) => {
@@ -75,16 +79,21 @@ pub async fn execute(shard: &Rc<Shard>, request: ShardRequest) {
         ShardRequest::WaitForData { partitions, timeout_ms, reply } => {
             let waits: Vec<Pin<Box<dyn Future<Output = ()>>>> = partitions
                 .iter()
-                .filter_map(|(t, p, offset)| shard.log(t, *p).map(|o| Box::pin(o.log.wait_for_data(*offset)) as Pin<Box<dyn Future<Output = ()>>>))
+                .filter_map(|(t, p, offset)| {
+                    shard.log(t, *p).map(|o| {
+                        Box::pin(o.log.wait_for_data(*offset)) as Pin<Box<dyn Future<Output = ()>>>
+                    })
+                })
                 .collect();
             spawn_detached(async move {
                 if !waits.is_empty() {
                     let any = futures_util::future::select_all(waits);
-                    let _ = glommio::timer::timeout(Duration::from_millis(timeout_ms), async move {
-                        any.await;
-                        Ok(())
-                    })
-                    .await;
+                    let _ =
+                        glommio::timer::timeout(Duration::from_millis(timeout_ms), async move {
+                            any.await;
+                            Ok(())
+                        })
+                        .await;
                 } else {
                     glommio::timer::sleep(Duration::from_millis(timeout_ms)).await;
                 }
@@ -117,7 +126,8 @@ pub async fn execute(shard: &Rc<Shard>, request: ShardRequest) {
             let shard = shard.clone();
             spawn_detached(async move {
                 if let Some(control) = &shard.control {
-                    let _ = reply.send(control.create_partitions(&shard, topics, validate_only).await);
+                    let _ =
+                        reply.send(control.create_partitions(&shard, topics, validate_only).await);
                 }
             });
         }
@@ -153,9 +163,20 @@ fn not_here(shard: &Shard, topic: &str) -> i16 {
     }
 }
 
-async fn read(shard: &Rc<Shard>, topic: &str, partition: i32, offset: i64, max_bytes: usize) -> PartitionRead {
+async fn read(
+    shard: &Rc<Shard>,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    max_bytes: usize,
+) -> PartitionRead {
     let Some(owned) = shard.log(topic, partition) else {
-        return PartitionRead { error: not_here(shard, topic), high_watermark: -1, log_start_offset: -1, ..Default::default() };
+        return PartitionRead {
+            error: not_here(shard, topic),
+            high_watermark: -1,
+            log_start_offset: -1,
+            ..Default::default()
+        };
     };
     let log = &owned.log;
     let (error, records) = match log.read(offset, max_bytes).await {
@@ -166,10 +187,20 @@ async fn read(shard: &Rc<Shard>, topic: &str, partition: i32, offset: i64, max_b
             (KAFKA_STORAGE_ERROR, bytes::Bytes::new())
         }
     };
-    PartitionRead { error, high_watermark: log.high_watermark(), log_start_offset: log.log_start_offset(), records }
+    PartitionRead {
+        error,
+        high_watermark: log.high_watermark(),
+        log_start_offset: log.log_start_offset(),
+        records,
+    }
 }
 
-async fn list_offset(shard: &Rc<Shard>, topic: &str, partition: i32, timestamp: i64) -> ListedOffset {
+async fn list_offset(
+    shard: &Rc<Shard>,
+    topic: &str,
+    partition: i32,
+    timestamp: i64,
+) -> ListedOffset {
     let Some(owned) = shard.log(topic, partition) else {
         return ListedOffset { error: not_here(shard, topic), offset: -1, timestamp: -1 };
     };

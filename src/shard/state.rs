@@ -105,7 +105,11 @@ impl Shard {
 
     /// Sends a request built around a fresh reply channel and waits for the answer;
     /// `None` when the other shard dropped it (shutdown).
-    pub async fn ask<T>(self: &Rc<Self>, to: ShardId, build: impl FnOnce(oneshot::Sender<T>) -> ShardRequest) -> Option<T> {
+    pub async fn ask<T>(
+        self: &Rc<Self>,
+        to: ShardId,
+        build: impl FnOnce(oneshot::Sender<T>) -> ShardRequest,
+    ) -> Option<T> {
         let (tx, rx) = oneshot::channel();
         self.send(to, build(tx)).await;
         rx.await.ok()
@@ -127,14 +131,16 @@ impl Shard {
             .iter()
             .filter(|((topic, p), owned)| {
                 let t = catalog.topic(topic);
-                !(t.map(|t| t.id) == Some(owned.topic_id) && catalog.owner(topic, *p) == Some(self.id))
+                !(t.map(|t| t.id) == Some(owned.topic_id)
+                    && catalog.owner(topic, *p) == Some(self.id))
             })
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         for (key, owned) in stale {
             self.logs.borrow_mut().remove(&key);
             let still_exists = catalog.topic(&key.0).map(|t| t.id) == Some(owned.topic_id);
-            let result = if still_exists { owned.log.close().await } else { owned.log.delete().await };
+            let result =
+                if still_exists { owned.log.close().await } else { owned.log.delete().await };
             if let Err(e) = result {
                 tracing::warn!(topic = %key.0, partition = key.1, error = %e, "closing a removed partition log failed");
             }
@@ -153,7 +159,9 @@ impl Shard {
                         let owned = OwnedLog { topic_id: t.id, log, config: topic_config.clone() };
                         self.logs.borrow_mut().insert(key, Rc::new(owned));
                     }
-                    Err(e) => tracing::error!(topic = %t.name, partition = p, error = %e, "opening partition log failed"),
+                    Err(e) => {
+                        tracing::error!(topic = %t.name, partition = p, error = %e, "opening partition log failed")
+                    }
                 }
             }
         }

@@ -16,21 +16,17 @@ fn only_response(out: &[Output]) -> &ResponseKind {
 #[test]
 fn batched_leave_v3_removes_members_and_empties_group() {
     let (mut h, a, b) = H::stable_group();
-    let req = LeaveGroupRequest::default()
-        .with_group_id(gid("g"))
-        .with_members(vec![
-            MemberIdentity::default().with_member_id(s(&a)),
-            MemberIdentity::default().with_member_id(s("stranger")),
-            MemberIdentity::default().with_member_id(s(&b)),
-        ]);
+    let req = LeaveGroupRequest::default().with_group_id(gid("g")).with_members(vec![
+        MemberIdentity::default().with_member_id(s(&a)),
+        MemberIdentity::default().with_member_id(s("stranger")),
+        MemberIdentity::default().with_member_id(s(&b)),
+    ]);
     let out = h.c.leave_group(1, 3, req, h.now);
     assert!(
         matches!(&out[0], Output::Persist(GroupRecord::GroupMetadata { generation: 2, members, .. }) if members.is_empty()),
         "{out:?}"
     );
-    let ResponseKind::LeaveGroup(r) = only_response(&out) else {
-        panic!()
-    };
+    let ResponseKind::LeaveGroup(r) = only_response(&out) else { panic!() };
     let codes: Vec<i16> = r.members.iter().map(|m| m.error_code).collect();
     assert_eq!(codes, vec![0, ResponseError::UnknownMemberId.code(), 0]);
     assert_eq!(h.c.group_state("g"), Some(GroupState::Empty));
@@ -40,13 +36,9 @@ fn batched_leave_v3_removes_members_and_empties_group() {
 #[test]
 fn leave_v0_reports_member_error_at_top_level() {
     let (mut h, _a, _b) = H::stable_group();
-    let req = LeaveGroupRequest::default()
-        .with_group_id(gid("g"))
-        .with_member_id(s("stranger"));
+    let req = LeaveGroupRequest::default().with_group_id(gid("g")).with_member_id(s("stranger"));
     let out = h.c.leave_group(1, 0, req, h.now);
-    let ResponseKind::LeaveGroup(r) = only_response(&out) else {
-        panic!()
-    };
+    let ResponseKind::LeaveGroup(r) = only_response(&out) else { panic!() };
     assert_eq!(r.error_code, ResponseError::UnknownMemberId.code());
     let mut buf = BytesMut::new();
     only_response(&out).encode(&mut buf, 0).unwrap();
@@ -57,9 +49,7 @@ fn leave_of_follower_answers_leaders_parked_join() {
     let (mut h, a, b) = H::stable_group();
     let (ta, out) = h.join(5, "g", &a, None);
     assert!(out.is_empty());
-    let req = LeaveGroupRequest::default()
-        .with_group_id(gid("g"))
-        .with_member_id(s(&b));
+    let req = LeaveGroupRequest::default().with_group_id(gid("g")).with_member_id(s(&b));
     let out = h.c.leave_group(99, 1, req, h.now);
     let r = join_resp(&out, ta).unwrap();
     assert_eq!((r.error_code, r.generation_id, r.members.len()), (0, 2, 1));
@@ -70,29 +60,16 @@ fn list_groups_with_state_filter() {
     let (mut h, _a, _b) = H::stable_group();
     h.commit(8, "solo", "", -1, &[("t", 0, 1)]);
     let all = h.c.list_groups(1, 4, ListGroupsRequest::default(), h.now);
-    let ResponseKind::ListGroups(r) = only_response(&all) else {
-        panic!()
-    };
+    let ResponseKind::ListGroups(r) = only_response(&all) else { panic!() };
     let listed: Vec<(&str, &str, &str)> = r
         .groups
         .iter()
-        .map(|g| {
-            (
-                g.group_id.0.as_str(),
-                g.protocol_type.as_str(),
-                g.group_state.as_str(),
-            )
-        })
+        .map(|g| (g.group_id.0.as_str(), g.protocol_type.as_str(), g.group_state.as_str()))
         .collect();
-    assert_eq!(
-        listed,
-        vec![("g", "consumer", "Stable"), ("solo", "", "Empty")]
-    );
+    assert_eq!(listed, vec![("g", "consumer", "Stable"), ("solo", "", "Empty")]);
     let req = ListGroupsRequest::default().with_states_filter(vec![s("empty")]);
     let out = h.c.list_groups(2, 4, req, h.now);
-    let ResponseKind::ListGroups(r) = only_response(&out) else {
-        panic!()
-    };
+    let ResponseKind::ListGroups(r) = only_response(&out) else { panic!() };
     assert_eq!(r.groups.len(), 1);
     assert_eq!(r.groups[0].group_id.0.as_str(), "solo");
     let mut buf = BytesMut::new();
@@ -107,43 +84,22 @@ fn describe_stable_group_and_unknown_group() {
     let resp = only_response(&out);
     let mut buf = BytesMut::new();
     resp.encode(&mut buf, 5).unwrap();
-    let ResponseKind::DescribeGroups(r) = resp else {
-        panic!()
-    };
+    let ResponseKind::DescribeGroups(r) = resp else { panic!() };
     let g = &r.groups[0];
     assert_eq!(
-        (
-            g.error_code,
-            g.group_state.as_str(),
-            g.protocol_type.as_str(),
-            g.protocol_data.as_str()
-        ),
+        (g.error_code, g.group_state.as_str(), g.protocol_type.as_str(), g.protocol_data.as_str()),
         (0, "Stable", "consumer", "range")
     );
-    let members: Vec<(&str, &[u8])> = g
-        .members
-        .iter()
-        .map(|m| (m.member_id.as_str(), m.member_assignment.as_ref()))
-        .collect();
-    assert_eq!(
-        members,
-        vec![(a.as_str(), &b"A"[..]), (b.as_str(), &b"B"[..])]
-    );
+    let members: Vec<(&str, &[u8])> =
+        g.members.iter().map(|m| (m.member_id.as_str(), m.member_assignment.as_ref())).collect();
+    assert_eq!(members, vec![(a.as_str(), &b"A"[..]), (b.as_str(), &b"B"[..])]);
     assert_eq!(g.members[0].client_host.as_str(), "/10.0.0.1");
-    assert_eq!(
-        (r.groups[1].error_code, r.groups[1].group_state.as_str()),
-        (0, "Dead")
-    );
+    assert_eq!((r.groups[1].error_code, r.groups[1].group_state.as_str()), (0, "Dead"));
 
     let req = DescribeGroupsRequest::default().with_groups(vec![gid("nope")]);
     let out = h.c.describe_groups(2, 6, req, h.now);
-    let ResponseKind::DescribeGroups(r) = only_response(&out) else {
-        panic!()
-    };
-    assert_eq!(
-        r.groups[0].error_code,
-        ResponseError::GroupIdNotFound.code()
-    );
+    let ResponseKind::DescribeGroups(r) = only_response(&out) else { panic!() };
+    assert_eq!(r.groups[0].error_code, ResponseError::GroupIdNotFound.code());
 }
 
 #[test]
@@ -156,27 +112,15 @@ fn delete_groups_only_deletes_empty_groups() {
     assert_eq!(
         persisted(&out),
         vec![
-            GroupRecord::OffsetTombstone {
-                group: "solo".into(),
-                topic: "t".into(),
-                partition: 0
-            },
-            GroupRecord::GroupTombstone {
-                group: "solo".into()
-            },
+            GroupRecord::OffsetTombstone { group: "solo".into(), topic: "t".into(), partition: 0 },
+            GroupRecord::GroupTombstone { group: "solo".into() },
         ]
     );
-    let ResponseKind::DeleteGroups(r) = only_response(&out) else {
-        panic!()
-    };
+    let ResponseKind::DeleteGroups(r) = only_response(&out) else { panic!() };
     let codes: Vec<i16> = r.results.iter().map(|x| x.error_code).collect();
     assert_eq!(
         codes,
-        vec![
-            ResponseError::NonEmptyGroup.code(),
-            0,
-            ResponseError::GroupIdNotFound.code()
-        ]
+        vec![ResponseError::NonEmptyGroup.code(), 0, ResponseError::GroupIdNotFound.code()]
     );
     assert_eq!(h.c.group_state("solo"), None);
     assert_eq!(h.c.group_state("g"), Some(GroupState::Stable));

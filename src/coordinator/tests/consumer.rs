@@ -20,17 +20,13 @@ const SESSION_MS: i64 = 45_000;
 type Parts = Vec<(Uuid, Vec<i32>)>;
 
 fn catalog(topics: &[(&str, Uuid, i32)]) -> HashMap<String, (Uuid, i32)> {
-    topics
-        .iter()
-        .map(|(n, id, p)| (n.to_string(), (*id, *p)))
-        .collect()
+    topics.iter().map(|(n, id, p)| (n.to_string(), (*id, *p))).collect()
 }
 
 /// A coordinator that knows topic "t" (id T1, 6 partitions) and "u" (T2, 3).
 fn setup() -> H {
     let mut h = H::new();
-    let out =
-        h.c.set_topic_metadata(catalog(&[("t", T1, 6), ("u", T2, 3)]), h.now);
+    let out = h.c.set_topic_metadata(catalog(&[("t", T1, 6), ("u", T2, 3)]), h.now);
     assert!(out.is_empty());
     h
 }
@@ -57,11 +53,7 @@ fn beat_req(member: &str, epoch: i32, owned: Option<Parts>) -> ConsumerGroupHear
         .with_member_epoch(epoch)
         .with_topic_partitions(owned.map(|o| {
             o.into_iter()
-                .map(|(t, ps)| {
-                    TopicPartitions::default()
-                        .with_topic_id(t)
-                        .with_partitions(ps)
-                })
+                .map(|(t, ps)| TopicPartitions::default().with_topic_id(t).with_partitions(ps))
                 .collect()
         }))
 }
@@ -76,11 +68,7 @@ fn hb_v(
     let (t, out) = h.run(version, |c, t, now| {
         c.consumer_group_heartbeat(t, version, req, "cli", "/10.0.0.9", now)
     });
-    assert_eq!(
-        position_of_respond(&out, t),
-        out.len() - 1,
-        "respond after persist"
-    );
+    assert_eq!(position_of_respond(&out, t), out.len() - 1, "respond after persist");
     match response(&out, t) {
         Some(ResponseKind::ConsumerGroupHeartbeat(r)) => (r.clone(), persisted(&out)),
         other => panic!("unexpected {other:?}"),
@@ -93,21 +81,16 @@ fn hb(h: &mut H, req: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatRe
 
 /// The assignment in a heartbeat response (`None` = not sent).
 fn assignment(r: &ConsumerGroupHeartbeatResponse) -> Option<Parts> {
-    r.assignment.as_ref().map(|a| {
-        a.topic_partitions
-            .iter()
-            .map(|tp| (tp.topic_id, tp.partitions.clone()))
-            .collect()
-    })
+    r.assignment
+        .as_ref()
+        .map(|a| a.topic_partitions.iter().map(|tp| (tp.topic_id, tp.partitions.clone())).collect())
 }
 
 fn describe(h: &mut H, version: i16, groups: &[&str]) -> ConsumerGroupDescribeResponse {
     let req = ConsumerGroupDescribeRequest::default()
         .with_group_ids(groups.iter().map(|g| gid(g)).collect())
         .with_include_authorized_operations(true);
-    let (t, out) = h.run(version, |c, t, now| {
-        c.consumer_group_describe(t, version, req, now)
-    });
+    let (t, out) = h.run(version, |c, t, now| c.consumer_group_describe(t, version, req, now));
     match response(&out, t) {
         Some(ResponseKind::ConsumerGroupDescribe(r)) => r.clone(),
         other => panic!("unexpected {other:?}"),
@@ -219,20 +202,14 @@ fn range_assignor_two_topics() {
     let mut h = setup();
     let r = hb(&mut h, join_req("m1", &["t", "u"], Some("range")));
     assert_eq!(r.member_epoch, 1);
-    assert_eq!(
-        assignment(&r),
-        Some(vec![(T1, vec![0, 1, 2, 3, 4, 5]), (T2, vec![0, 1, 2])])
-    );
+    assert_eq!(assignment(&r), Some(vec![(T1, vec![0, 1, 2, 3, 4, 5]), (T2, vec![0, 1, 2])]));
     let r = hb(&mut h, join_req("m2", &["u", "t"], Some("range")));
     assert_eq!((r.member_epoch, assignment(&r)), (2, Some(vec![])));
     let d = describe(&mut h, 1, &["cg"]);
     assert_eq!(d.groups[0].assignor_name.as_str(), "range");
     assert_eq!(
         target_of(&d, "m1"),
-        vec![
-            ("t".to_string(), vec![0, 1, 2]),
-            ("u".to_string(), vec![0, 1])
-        ]
+        vec![("t".to_string(), vec![0, 1, 2]), ("u".to_string(), vec![0, 1])]
     );
     assert_eq!(
         target_of(&d, "m2"),
@@ -244,10 +221,7 @@ fn range_assignor_two_topics() {
         (r.member_epoch, assignment(&r)),
         (1, Some(vec![(T1, vec![0, 1, 2]), (T2, vec![0, 1])]))
     );
-    let r = hb(
-        &mut h,
-        beat_req("m1", 1, Some(vec![(T1, vec![0, 1, 2]), (T2, vec![0, 1])])),
-    );
+    let r = hb(&mut h, beat_req("m1", 1, Some(vec![(T1, vec![0, 1, 2]), (T2, vec![0, 1])])));
     assert_eq!(r.member_epoch, 2);
     let r = hb(&mut h, beat_req("m2", 2, Some(vec![])));
     assert_eq!(
@@ -268,15 +242,9 @@ fn unsupported_assignor_and_invalid_requests() {
     let r = hb(&mut h, join_req("", &["t"], None));
     assert_eq!(r.error_code, ResponseError::InvalidRequest.code());
     // Joining needs the rebalance timeout and empty owned partitions.
-    let r = hb(
-        &mut h,
-        join_req("a", &["t"], None).with_rebalance_timeout_ms(-1),
-    );
+    let r = hb(&mut h, join_req("a", &["t"], None).with_rebalance_timeout_ms(-1));
     assert_eq!(r.error_code, ResponseError::InvalidRequest.code());
-    let r = hb(
-        &mut h,
-        join_req("a", &["t"], None).with_topic_partitions(None),
-    );
+    let r = hb(&mut h, join_req("a", &["t"], None).with_topic_partitions(None));
     assert_eq!(r.error_code, ResponseError::InvalidRequest.code());
     let r = hb(&mut h, beat_req("a", -3, None));
     assert_eq!(r.error_code, ResponseError::InvalidRequest.code());
@@ -331,10 +299,7 @@ fn leave_gives_everything_to_remaining_member() {
             now,
         )
     });
-    assert_eq!(
-        persisted(&out),
-        vec![GroupRecord::GroupTombstone { group: "cg".into() }]
-    );
+    assert_eq!(persisted(&out), vec![GroupRecord::GroupTombstone { group: "cg".into() }]);
     assert_eq!(h.c.consumer_group_state("cg"), None);
 }
 
@@ -395,10 +360,7 @@ fn fenced_member_epoch() {
     assert_eq!(r.error_code, ResponseError::FencedMemberEpoch.code());
     // Move b to epoch 3 (it must give up 5).
     let r = hb(&mut h, beat_req("b", 2, None));
-    assert_eq!(
-        (r.member_epoch, assignment(&r)),
-        (2, Some(vec![(T1, vec![3, 4])]))
-    );
+    assert_eq!((r.member_epoch, assignment(&r)), (2, Some(vec![(T1, vec![3, 4])])));
     let r = hb(&mut h, beat_req("b", 2, Some(vec![(T1, vec![3, 4])])));
     assert_eq!(r.member_epoch, 3);
     // Its previous epoch (response lost) is accepted when owning a subset ...
@@ -418,10 +380,8 @@ fn fenced_member_epoch() {
 
 #[test]
 fn group_max_size() {
-    let mut h = H::with_config(CoordinatorConfig {
-        max_group_size: 1,
-        ..CoordinatorConfig::default()
-    });
+    let mut h =
+        H::with_config(CoordinatorConfig { max_group_size: 1, ..CoordinatorConfig::default() });
     h.c.set_topic_metadata(catalog(&[("t", T1, 6)]), h.now);
     assert_eq!(hb(&mut h, join_req("a", &["t"], None)).error_code, 0);
     let r = hb(&mut h, join_req("b", &["t"], None));
@@ -433,48 +393,27 @@ fn group_max_size() {
 #[test]
 fn static_member_temporary_leave_and_return() {
     let mut h = setup();
-    let r = hb(
-        &mut h,
-        join_req("a", &["t"], None).with_instance_id(Some(s("i-a"))),
-    );
+    let r = hb(&mut h, join_req("a", &["t"], None).with_instance_id(Some(s("i-a"))));
     assert_eq!(r.member_epoch, 1);
     let r = hb(&mut h, join_req("b", &["t"], None));
     assert_eq!(r.member_epoch, 2);
-    hb(
-        &mut h,
-        beat_req("a", 1, None).with_instance_id(Some(s("i-a"))),
-    );
-    hb(
-        &mut h,
-        beat_req("a", 1, Some(vec![(T1, vec![0, 1, 2])])).with_instance_id(Some(s("i-a"))),
-    );
+    hb(&mut h, beat_req("a", 1, None).with_instance_id(Some(s("i-a"))));
+    hb(&mut h, beat_req("a", 1, Some(vec![(T1, vec![0, 1, 2])])).with_instance_id(Some(s("i-a"))));
     hb(&mut h, beat_req("b", 2, None));
     // a leaves temporarily (-2): it keeps 0-2, no epoch bump.
-    let r = hb(
-        &mut h,
-        beat_req("a", -2, None).with_instance_id(Some(s("i-a"))),
-    );
+    let r = hb(&mut h, beat_req("a", -2, None).with_instance_id(Some(s("i-a"))));
     assert_eq!((r.error_code, r.member_epoch), (0, -2));
     assert_eq!(h.c.consumer_group_state("cg"), Some(("Reconciling", 2, 2)));
     // Another process with the same instance id while a is active would be refused;
     // now it takes over a's assignment at the current epoch.
-    let r = hb(
-        &mut h,
-        join_req("a2", &["t"], None).with_instance_id(Some(s("i-a"))),
-    );
+    let r = hb(&mut h, join_req("a2", &["t"], None).with_instance_id(Some(s("i-a"))));
     assert_eq!((r.error_code, r.member_epoch), (0, 2));
     assert_eq!(assignment(&r), Some(vec![(T1, vec![0, 1, 2])]));
     assert_eq!(h.c.consumer_group_state("cg"), Some(("Stable", 2, 2)));
     // The old id is fenced; the instance is in use.
-    let r = hb(
-        &mut h,
-        beat_req("a", 2, None).with_instance_id(Some(s("i-a"))),
-    );
+    let r = hb(&mut h, beat_req("a", 2, None).with_instance_id(Some(s("i-a"))));
     assert_eq!(r.error_code, ResponseError::FencedInstanceId.code());
-    let r = hb(
-        &mut h,
-        join_req("a3", &["t"], None).with_instance_id(Some(s("i-a"))),
-    );
+    let r = hb(&mut h, join_req("a3", &["t"], None).with_instance_id(Some(s("i-a"))));
     assert_eq!(r.error_code, ResponseError::UnreleasedInstanceId.code());
 }
 
@@ -505,22 +444,13 @@ fn describe_output() {
         assert_eq!(a.assignment.topic_partitions[0].partitions, vec![0, 1, 2]);
         assert_eq!(a.assignment, a.target_assignment);
         assert_eq!(a.member_type, if version >= 1 { 1 } else { -1 });
-        assert_eq!(
-            d.groups[1].error_code,
-            ResponseError::GroupIdNotFound.code()
-        );
+        assert_eq!(d.groups[1].error_code, ResponseError::GroupIdNotFound.code());
     }
     // A classic group is not a consumer group.
     let (mut h, _, _) = H::stable_group();
     let d = describe(&mut h, 1, &["g"]);
-    assert_eq!(
-        d.groups[0].error_code,
-        ResponseError::GroupIdNotFound.code()
-    );
-    assert_eq!(
-        d.groups[0].error_message.as_deref(),
-        Some("Group g is not a consumer group.")
-    );
+    assert_eq!(d.groups[0].error_code, ResponseError::GroupIdNotFound.code());
+    assert_eq!(d.groups[0].error_message.as_deref(), Some("Group g is not a consumer group."));
 }
 
 #[test]
@@ -540,18 +470,14 @@ fn protocols_do_not_mix() {
     let mut h = setup();
     h.commit(8, "cg", "", -1, &[("t", 0, 42)]);
     assert_eq!(hb(&mut h, join_req("a", &["t"], None)).error_code, 0);
-    assert_eq!(
-        h.fetch("cg", Some(&[("t", &[0])])).topics[0].partitions[0].committed_offset,
-        42
-    );
+    assert_eq!(h.fetch("cg", Some(&[("t", &[0])])).topics[0].partitions[0].committed_offset, 42);
 }
 
 fn commit_code(out: &[Output]) -> i16 {
     match out.last() {
-        Some(Output::Respond {
-            response: ResponseKind::OffsetCommit(r),
-            ..
-        }) => r.topics[0].partitions[0].error_code,
+        Some(Output::Respond { response: ResponseKind::OffsetCommit(r), .. }) => {
+            r.topics[0].partitions[0].error_code
+        }
         other => panic!("unexpected {other:?}"),
     }
 }
@@ -603,23 +529,11 @@ fn offset_commit_with_member_epoch() {
 
     // OffsetFetch v9 checks the member epoch; without member (admin) it just reads.
     let g = fetch_v9(&mut h, Some("a"), 2);
-    assert_eq!(
-        (g.error_code, g.topics[0].partitions[0].committed_offset),
-        (0, 10)
-    );
-    assert_eq!(
-        fetch_v9(&mut h, Some("a"), 1).error_code,
-        ResponseError::StaleMemberEpoch.code()
-    );
-    assert_eq!(
-        fetch_v9(&mut h, Some("zz"), 2).error_code,
-        ResponseError::UnknownMemberId.code()
-    );
+    assert_eq!((g.error_code, g.topics[0].partitions[0].committed_offset), (0, 10));
+    assert_eq!(fetch_v9(&mut h, Some("a"), 1).error_code, ResponseError::StaleMemberEpoch.code());
+    assert_eq!(fetch_v9(&mut h, Some("zz"), 2).error_code, ResponseError::UnknownMemberId.code());
     let g = fetch_v9(&mut h, None, -1);
-    assert_eq!(
-        (g.error_code, g.topics[0].partitions[0].committed_offset),
-        (0, 10)
-    );
+    assert_eq!((g.error_code, g.topics[0].partitions[0].committed_offset), (0, 10));
 
     // Once everyone left, simple commits are accepted again.
     hb(&mut h, beat_req("a", -1, None));
@@ -637,9 +551,7 @@ fn list_and_describe_groups_show_consumer_groups() {
                 .with_types_filter(types.iter().map(|t| s(t)).collect())
                 .with_states_filter(states.iter().map(|t| s(t)).collect());
             let (t, out) = h.run(5, |c, t, now| c.list_groups(t, 5, req, now));
-            let Some(ResponseKind::ListGroups(r)) = response(&out, t) else {
-                panic!()
-            };
+            let Some(ResponseKind::ListGroups(r)) = response(&out, t) else { panic!() };
             r.groups
                 .iter()
                 .map(|g| {
@@ -652,18 +564,9 @@ fn list_and_describe_groups_show_consumer_groups() {
                 })
                 .collect()
         };
-    let cg = (
-        "cg".to_string(),
-        "consumer".to_string(),
-        "Stable".to_string(),
-        "consumer".to_string(),
-    );
-    let simple = (
-        "simple".to_string(),
-        "".to_string(),
-        "Empty".to_string(),
-        "classic".to_string(),
-    );
+    let cg =
+        ("cg".to_string(), "consumer".to_string(), "Stable".to_string(), "consumer".to_string());
+    let simple = ("simple".to_string(), "".to_string(), "Empty".to_string(), "classic".to_string());
     assert_eq!(list(&mut h, &[], &[]), vec![cg.clone(), simple.clone()]);
     assert_eq!(list(&mut h, &["Consumer"], &[]), vec![cg.clone()]);
     assert_eq!(list(&mut h, &["classic"], &[]), vec![simple.clone()]);
@@ -671,17 +574,10 @@ fn list_and_describe_groups_show_consumer_groups() {
 
     let req = DescribeGroupsRequest::default().with_groups(vec![gid("cg")]);
     let (t, out) = h.run(5, |c, t, now| c.describe_groups(t, 5, req, now));
-    let Some(ResponseKind::DescribeGroups(r)) = response(&out, t) else {
-        panic!()
-    };
+    let Some(ResponseKind::DescribeGroups(r)) = response(&out, t) else { panic!() };
     let g = &r.groups[0];
     assert_eq!(
-        (
-            g.error_code,
-            g.group_state.as_str(),
-            g.protocol_type.as_str(),
-            g.protocol_data.as_str()
-        ),
+        (g.error_code, g.group_state.as_str(), g.protocol_type.as_str(), g.protocol_data.as_str()),
         (0, "Stable", "consumer", "uniform")
     );
     assert_eq!(g.members.len(), 2);
@@ -705,25 +601,15 @@ fn topic_metadata_change_bumps_group_epoch() {
     );
     assert!(out.is_empty());
     // "t" grows to 8 partitions: epoch 3, the new partitions go out.
-    let out =
-        h.c.set_topic_metadata(catalog(&[("t", T1, 8), ("u", T2, 3)]), h.now);
+    let out = h.c.set_topic_metadata(catalog(&[("t", T1, 8), ("u", T2, 3)]), h.now);
     assert!(matches!(
         &out[..],
-        [Output::Persist(GroupRecord::ConsumerGroup {
-            group_epoch: 3,
-            ..
-        })]
+        [Output::Persist(GroupRecord::ConsumerGroup { group_epoch: 3, .. })]
     ));
     let r = hb(&mut h, beat_req("a", 2, None));
-    assert_eq!(
-        (r.member_epoch, assignment(&r)),
-        (3, Some(vec![(T1, vec![0, 1, 2, 6])]))
-    );
+    assert_eq!((r.member_epoch, assignment(&r)), (3, Some(vec![(T1, vec![0, 1, 2, 6])])));
     let r = hb(&mut h, beat_req("b", 2, None));
-    assert_eq!(
-        (r.member_epoch, assignment(&r)),
-        (3, Some(vec![(T1, vec![3, 4, 5, 7])]))
-    );
+    assert_eq!((r.member_epoch, assignment(&r)), (3, Some(vec![(T1, vec![3, 4, 5, 7])])));
     // "t" deleted: everything is revoked.
     h.c.set_topic_metadata(catalog(&[("u", T2, 3)]), h.now);
     let r = hb(&mut h, beat_req("a", 3, None));
@@ -799,18 +685,11 @@ fn restart_restores_group_and_offsets() {
     let mut h2 = H::new();
     h2.c.set_loading(true, T0);
     let r = hb(&mut h2, beat_req("a", 2, None));
-    assert_eq!(
-        r.error_code,
-        ResponseError::CoordinatorLoadInProgress.code()
-    );
+    assert_eq!(r.error_code, ResponseError::CoordinatorLoadInProgress.code());
     // Replay the log through encode/decode.
     for rec in &h.log {
         let (k, v) = rec.encode();
-        let value = if rec.is_tombstone() {
-            None
-        } else {
-            Some(&v[..])
-        };
+        let value = if rec.is_tombstone() { None } else { Some(&v[..]) };
         h2.c.load(GroupRecord::decode(&k, value).unwrap());
     }
     h2.now = T0 + 1_000;
@@ -826,10 +705,7 @@ fn restart_restores_group_and_offsets() {
     let r = hb(&mut h2, beat_req("a", 2, Some(vec![(T1, vec![0, 1])])));
     assert_eq!((r.error_code, r.member_epoch), (0, 3));
     let r = hb(&mut h2, beat_req("c", 3, None));
-    assert_eq!(
-        (r.error_code, r.member_epoch, assignment(&r)),
-        (0, 3, Some(vec![(T1, vec![2])]))
-    );
+    assert_eq!((r.error_code, r.member_epoch, assignment(&r)), (0, 3, Some(vec![(T1, vec![2])])));
     // Sessions were re-armed at load time: b, silent, expires then.
     let out = h2.tick_at(T0 + 1_000 + SESSION_MS);
     assert!(
@@ -845,16 +721,10 @@ fn restart_restores_group_and_offsets() {
 #[test]
 fn static_member_not_returning_expires() {
     let mut h = setup();
-    hb(
-        &mut h,
-        join_req("a", &["t"], None).with_instance_id(Some(s("i-a"))),
-    );
+    hb(&mut h, join_req("a", &["t"], None).with_instance_id(Some(s("i-a"))));
     hb(&mut h, join_req("b", &["t"], None));
     h.now = T0 + 10_000;
-    let r = hb(
-        &mut h,
-        beat_req("a", -2, None).with_instance_id(Some(s("i-a"))),
-    );
+    let r = hb(&mut h, beat_req("a", -2, None).with_instance_id(Some(s("i-a"))));
     assert_eq!((r.error_code, r.member_epoch), (0, -2));
     // b's session (last heartbeat T0) ends first; keep it alive.
     h.now = T0 + 40_000;

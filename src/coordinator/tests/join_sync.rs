@@ -37,10 +37,7 @@ fn two_member_join_and_sync_with_parked_follower_sync() {
     assert_eq!(ja.members[1].metadata, subscription(&["t1"]));
     assert_eq!(jb.generation_id, 1);
     assert_eq!(jb.leader.as_str(), a);
-    assert!(
-        jb.members.is_empty(),
-        "followers do not get the member list"
-    );
+    assert!(jb.members.is_empty(), "followers do not get the member list");
     assert_eq!(h.c.group_state("g"), Some(GroupState::CompletingRebalance));
 
     // The follower's SyncGroup waits for the leader, whatever the clock does.
@@ -51,10 +48,7 @@ fn two_member_join_and_sync_with_parked_follower_sync() {
 
     // The leader assigns only itself: B gets empty bytes.
     let (sa, out) = h.sync(5, "g", &a, 1, &[(a.as_str(), b"A")]);
-    assert!(matches!(
-        &out[0],
-        Output::Persist(GroupRecord::GroupMetadata { generation: 1, .. })
-    ));
+    assert!(matches!(&out[0], Output::Persist(GroupRecord::GroupMetadata { generation: 1, .. })));
     assert!(position_of_respond(&out, sb) > 0 && position_of_respond(&out, sa) > 0);
     assert_eq!(sync_resp(&out, sa).unwrap().assignment.as_ref(), b"A");
     let rb = sync_resp(&out, sb).unwrap();
@@ -99,10 +93,7 @@ fn rebalance_timeout_removes_member_that_does_not_rejoin() {
     assert_eq!(h.c.group_state("g"), Some(GroupState::PreparingRebalance));
 
     h.now = T0 + 15_000;
-    assert_eq!(
-        h.heartbeat("g", &b, 1),
-        ResponseError::RebalanceInProgress.code()
-    );
+    assert_eq!(h.heartbeat("g", &b, 1), ResponseError::RebalanceInProgress.code());
     assert_eq!(h.c.next_deadline(), Some(T0 + 10_000 + REBALANCE as i64));
     assert!(h.tick_at(T0 + 29_999).is_empty());
 
@@ -112,10 +103,7 @@ fn rebalance_timeout_removes_member_that_does_not_rejoin() {
     assert_eq!(r.leader.as_str(), a);
     assert_eq!(r.members.len(), 1);
     assert_eq!(h.c.group_members("g"), vec![a.clone()]);
-    assert_eq!(
-        h.heartbeat("g", &b, 1),
-        ResponseError::UnknownMemberId.code()
-    );
+    assert_eq!(h.heartbeat("g", &b, 1), ResponseError::UnknownMemberId.code());
 }
 
 #[test]
@@ -131,14 +119,8 @@ fn session_expiry_removes_member_and_triggers_rebalance() {
     h.tick_at(T0 + 36_000);
     assert_eq!(h.c.group_state("g"), Some(GroupState::PreparingRebalance));
     assert_eq!(h.c.group_members("g"), vec![a.clone()]);
-    assert_eq!(
-        h.heartbeat("g", &a, 1),
-        ResponseError::RebalanceInProgress.code()
-    );
-    assert_eq!(
-        h.heartbeat("g", &b, 1),
-        ResponseError::UnknownMemberId.code()
-    );
+    assert_eq!(h.heartbeat("g", &a, 1), ResponseError::RebalanceInProgress.code());
+    assert_eq!(h.heartbeat("g", &b, 1), ResponseError::UnknownMemberId.code());
 
     // The only member rejoins: the rebalance completes at once.
     let (t, out) = h.join(5, "g", &a, None);
@@ -151,18 +133,9 @@ fn session_expiry_removes_member_and_triggers_rebalance() {
 fn heartbeat_errors() {
     let (mut h, a, _b) = H::stable_group();
     assert_eq!(h.heartbeat("g", &a, 1), 0);
-    assert_eq!(
-        h.heartbeat("g", &a, 0),
-        ResponseError::IllegalGeneration.code()
-    );
-    assert_eq!(
-        h.heartbeat("g", "nobody", 1),
-        ResponseError::UnknownMemberId.code()
-    );
-    assert_eq!(
-        h.heartbeat("other", &a, 1),
-        ResponseError::UnknownMemberId.code()
-    );
+    assert_eq!(h.heartbeat("g", &a, 0), ResponseError::IllegalGeneration.code());
+    assert_eq!(h.heartbeat("g", "nobody", 1), ResponseError::UnknownMemberId.code());
+    assert_eq!(h.heartbeat("other", &a, 1), ResponseError::UnknownMemberId.code());
     assert_eq!(h.heartbeat("", &a, 1), ResponseError::InvalidGroupId.code());
 }
 
@@ -207,28 +180,17 @@ fn join_validation_errors() {
     let mut req = H::join_req("g", "", None, &["t1"]);
     req.session_timeout_ms = 1_000;
     let (t, out) = h.join_with(3, req);
-    assert_eq!(
-        join_resp(&out, t).unwrap().error_code,
-        ResponseError::InvalidSessionTimeout.code()
-    );
+    assert_eq!(join_resp(&out, t).unwrap().error_code, ResponseError::InvalidSessionTimeout.code());
     let (t, out) = h.join(5, "g", "stranger", None);
-    assert_eq!(
-        join_resp(&out, t).unwrap().error_code,
-        ResponseError::UnknownMemberId.code()
-    );
+    assert_eq!(join_resp(&out, t).unwrap().error_code, ResponseError::UnknownMemberId.code());
     let (t, out) = h.join(5, "", "", None);
-    assert_eq!(
-        join_resp(&out, t).unwrap().error_code,
-        ResponseError::InvalidGroupId.code()
-    );
+    assert_eq!(join_resp(&out, t).unwrap().error_code, ResponseError::InvalidGroupId.code());
 }
 
 #[test]
 fn group_max_size_reached() {
-    let mut h = H::with_config(CoordinatorConfig {
-        max_group_size: 1,
-        ..CoordinatorConfig::default()
-    });
+    let mut h =
+        H::with_config(CoordinatorConfig { max_group_size: 1, ..CoordinatorConfig::default() });
     let (_, _) = h.join(3, "g", "", None);
     h.tick_at(T0 + 3_000);
     let (t, out) = h.join(3, "g", "", None);
@@ -252,16 +214,10 @@ fn loading_coordinator_answers_load_in_progress() {
         ResponseError::RebalanceInProgress.code(),
         "SyncGroup tells old clients to rejoin instead"
     );
-    assert_eq!(
-        h.heartbeat("g", "m", 1),
-        ResponseError::CoordinatorLoadInProgress.code()
-    );
+    assert_eq!(h.heartbeat("g", "m", 1), ResponseError::CoordinatorLoadInProgress.code());
     h.c.set_loading(false, T0);
     let (t, out) = h.join(5, "g", "", None);
-    assert_eq!(
-        join_resp(&out, t).unwrap().error_code,
-        ResponseError::MemberIdRequired.code()
-    );
+    assert_eq!(join_resp(&out, t).unwrap().error_code, ResponseError::MemberIdRequired.code());
 }
 
 #[test]
@@ -270,10 +226,7 @@ fn unused_member_id_expires_after_session_timeout() {
     let a = h.member_id_for("g");
     h.tick_at(T0 + SESSION as i64);
     let (t, out) = h.join(5, "g", &a, None);
-    assert_eq!(
-        join_resp(&out, t).unwrap().error_code,
-        ResponseError::UnknownMemberId.code()
-    );
+    assert_eq!(join_resp(&out, t).unwrap().error_code, ResponseError::UnknownMemberId.code());
 }
 
 #[test]
@@ -290,9 +243,6 @@ fn rejoin_during_completing_rebalance_fails_parked_syncs() {
     // A new member arrives before the leader synced: B's parked sync must rejoin.
     let c = h.member_id_for("g");
     let (_, out) = h.join(5, "g", &c, None);
-    assert_eq!(
-        sync_resp(&out, sb).unwrap().error_code,
-        ResponseError::RebalanceInProgress.code()
-    );
+    assert_eq!(sync_resp(&out, sb).unwrap().error_code, ResponseError::RebalanceInProgress.code());
     assert_eq!(h.c.group_state("g"), Some(GroupState::PreparingRebalance));
 }

@@ -133,9 +133,7 @@ impl H {
 
     pub fn join_with(&mut self, version: i16, req: JoinGroupRequest) -> (u64, Vec<Output>) {
         let t = self.token(version);
-        let out = self
-            .c
-            .join_group(t, version, req, "client", "/10.0.0.1", self.now);
+        let out = self.c.join_group(t, version, req, "client", "/10.0.0.1", self.now);
         (t, self.check(out))
     }
 
@@ -172,9 +170,7 @@ impl H {
                     .collect(),
             );
         if version >= 5 {
-            req = req
-                .with_protocol_type(Some(s("consumer")))
-                .with_protocol_name(Some(s("range")));
+            req = req.with_protocol_type(Some(s("consumer"))).with_protocol_name(Some(s("range")));
         }
         let t = self.token(version);
         let out = self.c.sync_group(t, version, req, self.now);
@@ -190,10 +186,7 @@ impl H {
         let out = self.c.heartbeat(t, 4, req, self.now);
         let out = self.check(out);
         match &out[..] {
-            [Output::Respond {
-                response: ResponseKind::Heartbeat(r),
-                ..
-            }] => r.error_code,
+            [Output::Respond { response: ResponseKind::Heartbeat(r), .. }] => r.error_code,
             other => panic!("unexpected {other:?}"),
         }
     }
@@ -213,10 +206,7 @@ impl H {
         let t = self.token(4);
         let out = self.c.heartbeat(t, 4, req, self.now);
         match &self.check(out)[..] {
-            [Output::Respond {
-                response: ResponseKind::Heartbeat(r),
-                ..
-            }] => r.error_code,
+            [Output::Respond { response: ResponseKind::Heartbeat(r), .. }] => r.error_code,
             other => panic!("unexpected {other:?}"),
         }
     }
@@ -263,9 +253,8 @@ impl H {
 
     /// OffsetFetch v7 (single group); `None` topics = all.
     pub fn fetch(&mut self, group: &str, topics: Option<&[(&str, &[i32])]>) -> OffsetFetchResponse {
-        let req = OffsetFetchRequest::default()
-            .with_group_id(gid(group))
-            .with_topics(topics.map(|ts| {
+        let req =
+            OffsetFetchRequest::default().with_group_id(gid(group)).with_topics(topics.map(|ts| {
                 ts.iter()
                     .map(|(t, ps)| {
                         OffsetFetchRequestTopic::default()
@@ -277,10 +266,7 @@ impl H {
         let t = self.token(7);
         let out = self.c.offset_fetch(t, 7, req, self.now);
         match self.check(out).pop() {
-            Some(Output::Respond {
-                response: ResponseKind::OffsetFetch(r),
-                ..
-            }) => r,
+            Some(Output::Respond { response: ResponseKind::OffsetFetch(r), .. }) => r,
             other => panic!("unexpected {other:?}"),
         }
     }

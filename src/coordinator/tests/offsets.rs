@@ -13,14 +13,9 @@ use crate::coordinator::{GroupRecord, GroupState};
 
 fn commit_codes(out: &[Output]) -> Vec<i16> {
     match out.last() {
-        Some(Output::Respond {
-            response: ResponseKind::OffsetCommit(r),
-            ..
-        }) => r
-            .topics
-            .iter()
-            .flat_map(|t| t.partitions.iter().map(|p| p.error_code))
-            .collect(),
+        Some(Output::Respond { response: ResponseKind::OffsetCommit(r), .. }) => {
+            r.topics.iter().flat_map(|t| t.partitions.iter().map(|p| p.error_code)).collect()
+        }
         other => panic!("unexpected {other:?}"),
     }
 }
@@ -48,29 +43,16 @@ fn simple_commit_on_unknown_group_is_accepted() {
         GroupRecord::Offset { group, topic, partition: 0, offset: 42, leader_epoch: -1, commit_timestamp_ms: T0, .. }
             if group == "solo" && topic == "t1"
     ));
-    assert!(
-        matches!(out.last(), Some(Output::Respond { .. })),
-        "respond after persist"
-    );
+    assert!(matches!(out.last(), Some(Output::Respond { .. })), "respond after persist");
     assert_eq!(h.c.group_state("solo"), Some(GroupState::Empty));
 
     let r = h.fetch("solo", Some(&[("t1", &[0, 1, 2])]));
     assert_eq!(r.error_code, 0);
-    assert_eq!(
-        fetched(&r),
-        vec![
-            ("t1".into(), 0, 42),
-            ("t1".into(), 1, 7),
-            ("t1".into(), 2, -1)
-        ]
-    );
+    assert_eq!(fetched(&r), vec![("t1".into(), 0, 42), ("t1".into(), 1, 7), ("t1".into(), 2, -1)]);
     assert_eq!(r.topics[0].partitions[0].metadata.as_deref(), Some("meta"));
     assert_eq!(r.topics[0].partitions[2].metadata.as_deref(), Some(""));
     let all = h.fetch("solo", None);
-    assert_eq!(
-        fetched(&all),
-        vec![("t1".into(), 0, 42), ("t1".into(), 1, 7)]
-    );
+    assert_eq!(fetched(&all), vec![("t1".into(), 0, 42), ("t1".into(), 1, 7)]);
     assert!(h.fetch("nobody", None).topics.is_empty());
 }
 
@@ -78,10 +60,7 @@ fn simple_commit_on_unknown_group_is_accepted() {
 fn member_commit_generation_checks() {
     let (mut h, a, _b) = H::stable_group();
     let out = h.commit(8, "g", &a, 0, &[("t1", 0, 5)]);
-    assert_eq!(
-        commit_codes(&out),
-        vec![ResponseError::IllegalGeneration.code()]
-    );
+    assert_eq!(commit_codes(&out), vec![ResponseError::IllegalGeneration.code()]);
     assert!(persisted(&out).is_empty());
     let out = h.commit(8, "g", &a, 1, &[("t1", 0, 5)]);
     assert_eq!(commit_codes(&out), vec![0]);
@@ -92,15 +71,9 @@ fn member_commit_generation_checks() {
         "only members commit to a non-empty group"
     );
     let out = h.commit(8, "g", "stranger", 1, &[("t1", 0, 6)]);
-    assert_eq!(
-        commit_codes(&out),
-        vec![ResponseError::UnknownMemberId.code()]
-    );
+    assert_eq!(commit_codes(&out), vec![ResponseError::UnknownMemberId.code()]);
     let out = h.commit(8, "unknown", "m", 3, &[("t1", 0, 6)]);
-    assert_eq!(
-        commit_codes(&out),
-        vec![ResponseError::IllegalGeneration.code()]
-    );
+    assert_eq!(commit_codes(&out), vec![ResponseError::IllegalGeneration.code()]);
     assert_eq!(fetched(&h.fetch("g", None)), vec![("t1".into(), 0, 5)]);
 }
 
@@ -111,10 +84,7 @@ fn commit_during_completing_rebalance_is_rebalance_in_progress() {
     let out = h.tick_at(T0 + 3_000);
     let m = join_resp(&out, t).unwrap().member_id.to_string();
     let out = h.commit(8, "g", &m, 1, &[("t1", 0, 1)]);
-    assert_eq!(
-        commit_codes(&out),
-        vec![ResponseError::RebalanceInProgress.code()]
-    );
+    assert_eq!(commit_codes(&out), vec![ResponseError::RebalanceInProgress.code()]);
 }
 
 #[test]
@@ -124,10 +94,7 @@ fn too_large_metadata_is_rejected_per_partition() {
         ..CoordinatorConfig::default()
     });
     let out = h.commit(8, "solo", "", -1, &[("t1", 0, 1)]);
-    assert_eq!(
-        commit_codes(&out),
-        vec![ResponseError::OffsetMetadataTooLarge.code()]
-    );
+    assert_eq!(commit_codes(&out), vec![ResponseError::OffsetMetadataTooLarge.code()]);
 }
 
 #[test]
@@ -136,32 +103,23 @@ fn offset_fetch_v8_answers_several_groups() {
     h.commit(8, "g1", "", -1, &[("t1", 0, 10)]);
     h.commit(8, "g2", "", -1, &[("t2", 3, 20)]);
     let req = OffsetFetchRequest::default().with_groups(vec![
-        OffsetFetchRequestGroup::default()
-            .with_group_id(gid("g1"))
-            .with_topics(None),
-        OffsetFetchRequestGroup::default()
-            .with_group_id(gid("g2"))
-            .with_topics(Some(vec![OffsetFetchRequestTopics::default()
+        OffsetFetchRequestGroup::default().with_group_id(gid("g1")).with_topics(None),
+        OffsetFetchRequestGroup::default().with_group_id(gid("g2")).with_topics(Some(vec![
+            OffsetFetchRequestTopics::default()
                 .with_name(TopicName(s("t2")))
-                .with_partition_indexes(vec![3, 4])])),
+                .with_partition_indexes(vec![3, 4]),
+        ])),
     ]);
     let out = h.c.offset_fetch(900, 8, req, h.now);
-    let Some(Output::Respond {
-        response: ResponseKind::OffsetFetch(r),
-        ..
-    }) = out.first()
-    else {
+    let Some(Output::Respond { response: ResponseKind::OffsetFetch(r), .. }) = out.first() else {
         panic!("{out:?}")
     };
     let mut b = BytesMut::new();
     r.encode(&mut b, 8).unwrap();
     assert_eq!(r.groups.len(), 2);
     assert_eq!(r.groups[0].topics[0].partitions[0].committed_offset, 10);
-    let g2: Vec<i64> = r.groups[1].topics[0]
-        .partitions
-        .iter()
-        .map(|p| p.committed_offset)
-        .collect();
+    let g2: Vec<i64> =
+        r.groups[1].topics[0].partitions.iter().map(|p| p.committed_offset).collect();
     assert_eq!(g2, vec![20, -1]);
 }
 
@@ -169,17 +127,13 @@ fn offset_fetch_v8_answers_several_groups() {
 fn offset_fetch_v1_reports_load_in_progress_per_partition() {
     let mut h = H::new();
     h.c.set_loading(true, T0);
-    let req = OffsetFetchRequest::default()
-        .with_group_id(gid("g"))
-        .with_topics(Some(vec![OffsetFetchRequestTopic::default()
+    let req = OffsetFetchRequest::default().with_group_id(gid("g")).with_topics(Some(vec![
+        OffsetFetchRequestTopic::default()
             .with_name(TopicName(s("t")))
-            .with_partition_indexes(vec![0])]));
+            .with_partition_indexes(vec![0]),
+    ]));
     let out = h.c.offset_fetch(1, 1, req, T0);
-    let Some(Output::Respond {
-        response: ResponseKind::OffsetFetch(r),
-        ..
-    }) = out.first()
-    else {
+    let Some(Output::Respond { response: ResponseKind::OffsetFetch(r), .. }) = out.first() else {
         panic!("{out:?}")
     };
     let mut b = BytesMut::new();
@@ -206,14 +160,8 @@ fn simple_consumer_offsets_expire_after_retention() {
     assert_eq!(
         persisted(&out),
         vec![
-            GroupRecord::OffsetTombstone {
-                group: "solo".into(),
-                topic: "t1".into(),
-                partition: 0
-            },
-            GroupRecord::GroupTombstone {
-                group: "solo".into()
-            },
+            GroupRecord::OffsetTombstone { group: "solo".into(), topic: "t1".into(), partition: 0 },
+            GroupRecord::GroupTombstone { group: "solo".into() },
         ]
     );
     assert_eq!(h.c.group_state("solo"), None);
@@ -229,20 +177,14 @@ fn empty_consumer_group_offsets_expire_retention_after_group_emptied() {
     // Both members leave at T0 + 100000: the group becomes Empty then.
     h.now = T0 + 100_000;
     for m in [&a, &b] {
-        let req = LeaveGroupRequest::default()
-            .with_group_id(gid("g"))
-            .with_member_id(s(m));
+        let req = LeaveGroupRequest::default().with_group_id(gid("g")).with_member_id(s(m));
         let out = h.c.leave_group(1_000 + h.now as u64, 0, req, h.now);
         assert!(matches!(out.last(), Some(Output::Respond { .. })));
     }
     assert_eq!(h.c.group_state("g"), Some(GroupState::Empty));
     let retention = CoordinatorConfig::default().offsets_retention_ms;
     h.tick_at(T0 + retention + 1);
-    assert_eq!(
-        fetched(&h.fetch("g", None)).len(),
-        1,
-        "retention counts from emptying"
-    );
+    assert_eq!(fetched(&h.fetch("g", None)).len(), 1, "retention counts from emptying");
     let out = h.tick_at(T0 + 100_000 + retention);
     assert_eq!(persisted(&out).len(), 2);
     assert_eq!(h.c.group_state("g"), None);
@@ -255,9 +197,7 @@ fn offset_delete_refuses_subscribed_topics_of_active_consumer_group() {
     let topic = |name: &str| {
         OffsetDeleteRequestTopic::default()
             .with_name(TopicName(s(name)))
-            .with_partitions(vec![
-                OffsetDeleteRequestPartition::default().with_partition_index(0)
-            ])
+            .with_partitions(vec![OffsetDeleteRequestPartition::default().with_partition_index(0)])
     };
     let req = OffsetDeleteRequest::default()
         .with_group_id(gid("g"))
@@ -265,36 +205,20 @@ fn offset_delete_refuses_subscribed_topics_of_active_consumer_group() {
     let out = h.c.offset_delete(5, 0, req, h.now);
     assert_eq!(
         persisted(&out),
-        vec![GroupRecord::OffsetTombstone {
-            group: "g".into(),
-            topic: "t2".into(),
-            partition: 0
-        }]
+        vec![GroupRecord::OffsetTombstone { group: "g".into(), topic: "t2".into(), partition: 0 }]
     );
-    let Some(Output::Respond {
-        response: ResponseKind::OffsetDelete(r),
-        ..
-    }) = out.last()
-    else {
+    let Some(Output::Respond { response: ResponseKind::OffsetDelete(r), .. }) = out.last() else {
         panic!("{out:?}")
     };
     assert_eq!(r.error_code, 0);
-    assert_eq!(
-        r.topics[0].partitions[0].error_code,
-        ResponseError::GroupSubscribedToTopic.code()
-    );
+    assert_eq!(r.topics[0].partitions[0].error_code, ResponseError::GroupSubscribedToTopic.code());
     assert_eq!(r.topics[1].partitions[0].error_code, 0);
     assert_eq!(fetched(&h.fetch("g", None)), vec![("t1".into(), 0, 5)]);
 
-    let req = OffsetDeleteRequest::default()
-        .with_group_id(gid("none"))
-        .with_topics(vec![topic("t1")]);
+    let req =
+        OffsetDeleteRequest::default().with_group_id(gid("none")).with_topics(vec![topic("t1")]);
     let out = h.c.offset_delete(6, 0, req, h.now);
-    let Some(Output::Respond {
-        response: ResponseKind::OffsetDelete(r),
-        ..
-    }) = out.last()
-    else {
+    let Some(Output::Respond { response: ResponseKind::OffsetDelete(r), .. }) = out.last() else {
         panic!("{out:?}")
     };
     assert_eq!(r.error_code, ResponseError::GroupIdNotFound.code());

@@ -27,11 +27,7 @@ fn every_kind() -> Vec<GroupRecord> {
             commit_timestamp_ms: 0,
             expire_timestamp_ms: None,
         },
-        GroupRecord::OffsetTombstone {
-            group: "g".into(),
-            topic: "t".into(),
-            partition: 3,
-        },
+        GroupRecord::OffsetTombstone { group: "g".into(), topic: "t".into(), partition: 3 },
         GroupRecord::GroupMetadata {
             group: "g".into(),
             protocol_type: "consumer".into(),
@@ -93,13 +89,7 @@ fn state_rebuilt_from_persisted_records_serves_same_offsets() {
     // A live coordinator: a stable group with member commits, simple commits, an
     // overwritten offset, a deleted offset, a deleted group, an expired member id.
     let (mut h, a, b) = H::stable_group();
-    h.commit(
-        8,
-        "solo",
-        "",
-        -1,
-        &[("t1", 0, 42), ("t1", 1, 7), ("t2", 0, 3)],
-    );
+    h.commit(8, "solo", "", -1, &[("t1", 0, 42), ("t1", 1, 7), ("t2", 0, 3)]);
     h.commit(8, "solo", "", -1, &[("t1", 0, 43)]);
     h.commit(8, "g", &a, 1, &[("t1", 0, 100), ("x", 2, 200)]);
     h.commit(8, "gone", "", -1, &[("t1", 0, 1)]);
@@ -109,11 +99,11 @@ fn state_rebuilt_from_persisted_records_serves_same_offsets() {
     });
     h.run(0, |c, t, now| {
         use kafka_protocol::messages::offset_delete_request::*;
-        let req = OffsetDeleteRequest::default()
-            .with_group_id(gid("solo"))
-            .with_topics(vec![OffsetDeleteRequestTopic::default()
+        let req = OffsetDeleteRequest::default().with_group_id(gid("solo")).with_topics(vec![
+            OffsetDeleteRequestTopic::default()
                 .with_name(TopicName(s("t2")))
-                .with_partitions(vec![OffsetDeleteRequestPartition::default()])]);
+                .with_partitions(vec![OffsetDeleteRequestPartition::default()]),
+        ]);
         c.offset_delete(t, 0, req, now)
     });
     let kinds: Vec<&str> = h
@@ -143,11 +133,8 @@ fn state_rebuilt_from_persisted_records_serves_same_offsets() {
         assert_eq!(fresh.fetch(g, None), h.fetch(g, None), "group {g}");
     }
     let r = fresh.fetch("solo", Some(&[("t1", &[0, 1]), ("t2", &[0])]));
-    let offsets: Vec<i64> = r
-        .topics
-        .iter()
-        .flat_map(|t| t.partitions.iter().map(|p| p.committed_offset))
-        .collect();
+    let offsets: Vec<i64> =
+        r.topics.iter().flat_map(|t| t.partitions.iter().map(|p| p.committed_offset)).collect();
     assert_eq!(offsets, vec![43, 7, -1]);
     assert_eq!(fresh.c.group_state("gone"), None);
     assert_eq!(fresh.c.group_state("g"), Some(GroupState::Stable));
@@ -246,9 +233,6 @@ fn decode_never_panics_on_garbage() {
     let value = [1u8, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff];
     assert!(GroupRecord::decode(&key, Some(&value)).is_err());
     key.push(0);
-    assert!(
-        GroupRecord::decode(&key, None).is_err(),
-        "trailing key bytes"
-    );
+    assert!(GroupRecord::decode(&key, None).is_err(), "trailing key bytes");
     assert!(ok > 0, "some mutated records still decode");
 }

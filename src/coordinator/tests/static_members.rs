@@ -28,10 +28,7 @@ fn static_member_rejoin_fences_old_id_and_keeps_generation() {
     h.now = T0 + 10_000;
     let (t, out) = h.join(5, "g", "", Some("ib"));
     assert!(
-        matches!(
-            &out[0],
-            Output::Persist(GroupRecord::GroupMetadata { generation: 1, .. })
-        ),
+        matches!(&out[0], Output::Persist(GroupRecord::GroupMetadata { generation: 1, .. })),
         "the new member id is persisted before the answer"
     );
     let r = join_resp(&out, t).unwrap();
@@ -44,10 +41,7 @@ fn static_member_rejoin_fences_old_id_and_keeps_generation() {
     assert!(r.members.is_empty());
     assert_eq!(h.c.group_state("g"), Some(GroupState::Stable));
 
-    assert_eq!(
-        h.heartbeat_static("g", &b, "ib", 1),
-        ResponseError::FencedInstanceId.code()
-    );
+    assert_eq!(h.heartbeat_static("g", &b, "ib", 1), ResponseError::FencedInstanceId.code());
     let (ts, out) = h.sync(5, "g", &new_b, 1, &[]);
     assert_eq!(sync_resp(&out, ts).unwrap().assignment.as_ref(), b"B");
     assert_eq!(h.heartbeat_static("g", &new_b, "ib", 1), 0);
@@ -59,11 +53,7 @@ fn static_leader_rejoin_reports_old_leader_before_v9_and_skip_assignment_from_v9
     let (mut h, a, _b) = static_stable();
     let (t, out) = h.join(5, "g", "", Some("ia"));
     let r = join_resp(&out, t).unwrap();
-    assert_eq!(
-        r.leader.as_str(),
-        a,
-        "old leader id: the client must not reassign"
-    );
+    assert_eq!(r.leader.as_str(), a, "old leader id: the client must not reassign");
     assert_ne!(r.member_id.as_str(), a);
     assert!(r.members.is_empty());
 
@@ -89,14 +79,8 @@ fn static_restart_while_sync_parked_fences_old_id_and_rebalances() {
 
     // B restarts before the leader's assignment arrived.
     let (tb_new, out) = h.join(5, "g", "", Some("ib"));
-    assert_eq!(
-        sync_resp(&out, sb).unwrap().error_code,
-        ResponseError::FencedInstanceId.code()
-    );
-    assert!(
-        join_resp(&out, tb_new).is_none(),
-        "parked in the new rebalance"
-    );
+    assert_eq!(sync_resp(&out, sb).unwrap().error_code, ResponseError::FencedInstanceId.code());
+    assert!(join_resp(&out, tb_new).is_none(), "parked in the new rebalance");
     assert_eq!(h.c.group_state("g"), Some(GroupState::PreparingRebalance));
 
     // Once the leader rejoins too, generation 2 completes at once.
@@ -116,10 +100,6 @@ fn absent_static_member_stays_through_rebalance_until_its_session_expires() {
     let out = h.tick_at(T0 + 7_000 + REBALANCE as i64);
     let r = join_resp(&out, ta).unwrap();
     assert_eq!(r.generation_id, 2);
-    assert_eq!(
-        r.members.len(),
-        2,
-        "the absent static member keeps its place"
-    );
+    assert_eq!(r.members.len(), 2, "the absent static member keeps its place");
     assert_eq!(h.c.group_members("g"), vec![a, b]);
 }
