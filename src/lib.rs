@@ -35,6 +35,7 @@
 
 pub mod config;
 pub mod coordinator;
+pub mod error;
 pub mod handlers;
 pub mod log;
 pub mod metadata;

@@ -46,17 +46,9 @@ pub enum CatalogError {
 }
 
 impl CatalogError {
-    /// The Kafka error code of this error.
+    /// The Kafka error code of this error (mapping in [`crate::error`]).
     pub fn code(&self) -> i16 {
-        match self {
-            CatalogError::TopicAlreadyExists(_) => 36,
-            CatalogError::InvalidTopic(_) => 17,
-            CatalogError::InvalidPartitions(_) => 37,
-            CatalogError::UnknownTopic(_) => 3,
-            CatalogError::UnknownTopicId(_) => 100,
-            CatalogError::InvalidRequest(_) => 42,
-            CatalogError::Storage(_) => 56,
-        }
+        crate::error::ResponseError::from(self).code()
     }
 
     /// The human-readable message for the response's error message field.

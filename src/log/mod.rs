@@ -91,18 +91,6 @@ pub enum AppendError {
     Io(io::Error),
 }
 
-impl AppendError {
-    /// Kafka error code: OUT_OF_ORDER_SEQUENCE_NUMBER (45), INVALID_PRODUCER_EPOCH (47),
-    /// KAFKA_STORAGE_ERROR (56).
-    pub fn error_code(&self) -> i16 {
-        match self {
-            AppendError::OutOfOrderSequence => 45,
-            AppendError::InvalidProducerEpoch => 47,
-            AppendError::Io(_) => 56,
-        }
-    }
-}
-
 impl std::fmt::Display for AppendError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -123,16 +111,6 @@ pub enum ReadError {
     OffsetOutOfRange,
     /// Reading the segment failed (KAFKA_STORAGE_ERROR, 56).
     Io(io::Error),
-}
-
-impl ReadError {
-    /// Kafka error code: OFFSET_OUT_OF_RANGE (1) or KAFKA_STORAGE_ERROR (56).
-    pub fn error_code(&self) -> i16 {
-        match self {
-            ReadError::OffsetOutOfRange => 1,
-            ReadError::Io(_) => 56,
-        }
-    }
 }
 
 impl std::fmt::Display for ReadError {

@@ -310,7 +310,7 @@ fn idempotent_producer() {
         // gap
         let e = log.append(idem(7, 0, 9, 1), 0).await.unwrap_err();
         assert!(matches!(e, AppendError::OutOfOrderSequence));
-        assert_eq!(e.error_code(), 45);
+        assert_eq!(crate::error::ResponseError::from(&e).code(), 45);
         // new epoch must start at 0
         assert!(matches!(
             log.append(idem(7, 1, 5, 1), 0).await,
@@ -321,7 +321,7 @@ fn idempotent_producer() {
         // fenced
         let e = log.append(idem(7, 0, 5, 1), 0).await.unwrap_err();
         assert!(matches!(e, AppendError::InvalidProducerEpoch));
-        assert_eq!(e.error_code(), 47);
+        assert_eq!(crate::error::ResponseError::from(&e).code(), 47);
         // unknown producer: any sequence
         assert_eq!(log.append(idem(8, 3, 42, 1), 0).await.unwrap().base_offset, 8);
         log.close().await.unwrap();

@@ -59,7 +59,7 @@ pub async fn execute(shard: &Rc<Shard>, request: ShardRequest) {
                     log_append_time: i.log_append_time,
                     log_start_offset: i.log_start_offset,
                 })
-                .map_err(|e| e.error_code())
+                .map_err(|e| crate::error::ResponseError::from(&e).code())
             };
             match future::poll_once(&mut append).await {
                 Some(r) => {
