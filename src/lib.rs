@@ -33,6 +33,7 @@
 //!   machine fed with requests and the current time; the batch scan used by recovery
 //!   works on a byte slice.
 
+pub mod clock;
 pub mod config;
 pub mod coordinator;
 pub mod error;

@@ -12,7 +12,7 @@ use nix::sys::resource::{getrlimit, setrlimit, Resource, RLIM_INFINITY};
 use nix::sys::signal::{SigSet, Signal};
 
 use shardlog::config::Config;
-use shardlog::shard::{serve::serve_mesh, Shard, ShardRequest};
+use shardlog::shard::{serve::serve_mesh, Shard, ShardMessage};
 use shardlog::shutdown::Shutdown;
 
 /// Capacity of each shard-to-shard channel, in messages.
@@ -88,7 +88,7 @@ fn main() -> ExitCode {
     );
 
     let shutdown = Shutdown::default();
-    let mesh = MeshBuilder::<ShardRequest, _>::full(nr_shards, MESH_CHANNEL_CAPACITY);
+    let mesh = MeshBuilder::<ShardMessage, _>::full(nr_shards, MESH_CHANNEL_CAPACITY);
     let pool = {
         let config = config.clone();
         let shutdown = shutdown.clone();
@@ -147,7 +147,7 @@ fn main() -> ExitCode {
 /// One shard's whole life: join the mesh, open its logs, serve, drain, close.
 async fn run_shard(
     config: Arc<Config>,
-    mesh: MeshBuilder<ShardRequest, glommio::channels::channel_mesh::Full>,
+    mesh: MeshBuilder<ShardMessage, glommio::channels::channel_mesh::Full>,
     shutdown: Shutdown,
     nr_shards: usize,
 ) -> Result<(), String> {

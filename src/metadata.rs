@@ -3,7 +3,7 @@
 //!
 //! Shard 0 alone changes the catalog (and persists it to `<data-dir>/meta/topics.json`
 //! by writing a temporary file and renaming it); every shard holds its own read-only
-//! copy, replaced by a `ShardRequest::CatalogChanged` message after each change.
+//! copy, replaced by a `CatalogChanged` shard message after each change.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -46,9 +46,9 @@ pub enum CatalogError {
 }
 
 impl CatalogError {
-    /// The Kafka error code of this error (mapping in [`crate::error`]).
-    pub fn code(&self) -> i16 {
-        crate::error::ResponseError::from(self).code()
+    /// The Kafka error of this error (mapping in [`crate::error`]).
+    pub fn error(&self) -> crate::error::ResponseError {
+        crate::error::ResponseError::from(self)
     }
 
     /// The human-readable message for the response's error message field.
@@ -308,14 +308,17 @@ mod tests {
     fn creation_errors_carry_kafka_codes() {
         let mut c = Catalog::default();
         c.create_topic("a.b", 1, BTreeMap::new(), 1).unwrap();
-        assert_eq!(c.create_topic("a.b", 1, BTreeMap::new(), 1).unwrap_err().code(), 36);
-        assert_eq!(c.create_topic("a_b", 1, BTreeMap::new(), 1).unwrap_err().code(), 17);
-        assert_eq!(c.create_topic("bad name", 1, BTreeMap::new(), 1).unwrap_err().code(), 17);
-        assert_eq!(c.create_topic("z", 0, BTreeMap::new(), 1).unwrap_err().code(), 37);
-        assert_eq!(c.create_partitions("a.b", 1, 1).unwrap_err().code(), 37);
-        assert_eq!(c.delete_topic("nope").unwrap_err().code(), 3);
+        assert_eq!(c.create_topic("a.b", 1, BTreeMap::new(), 1).unwrap_err().error().code(), 36);
+        assert_eq!(c.create_topic("a_b", 1, BTreeMap::new(), 1).unwrap_err().error().code(), 17);
         assert_eq!(
-            c.create_topic("__consumer_offsets", 1, BTreeMap::new(), 1).unwrap_err().code(),
+            c.create_topic("bad name", 1, BTreeMap::new(), 1).unwrap_err().error().code(),
+            17
+        );
+        assert_eq!(c.create_topic("z", 0, BTreeMap::new(), 1).unwrap_err().error().code(), 37);
+        assert_eq!(c.create_partitions("a.b", 1, 1).unwrap_err().error().code(), 37);
+        assert_eq!(c.delete_topic("nope").unwrap_err().error().code(), 3);
+        assert_eq!(
+            c.create_topic("__consumer_offsets", 1, BTreeMap::new(), 1).unwrap_err().error().code(),
             42
         );
     }

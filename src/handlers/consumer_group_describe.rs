@@ -2,36 +2,33 @@
 //! shard, merged here in request order.
 
 use kafka_protocol::messages::consumer_group_describe_response::DescribedGroup;
-use kafka_protocol::messages::{
-    ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, RequestKind, ResponseKind,
-};
+use kafka_protocol::messages::{ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse};
 
 use super::{group_route, Ctx, Outcome, Versions};
+use crate::error::ResponseError;
 
 pub const VERSIONS: Versions = Versions { min: 0, max: 1 };
 
 /// Describes consumer-protocol groups (GROUP_ID_NOT_FOUND for others).
-pub async fn handle(ctx: &Ctx, mut request: ConsumerGroupDescribeRequest) -> Outcome {
+pub async fn handle(
+    ctx: &Ctx,
+    mut request: ConsumerGroupDescribeRequest,
+) -> Outcome<ConsumerGroupDescribeResponse> {
     let ids = std::mem::take(&mut request.group_ids);
     let gather = group_route::scatter(
         ctx,
         ids,
         |g| g.as_str(),
-        |part| RequestKind::ConsumerGroupDescribe(request.clone().with_group_ids(part)),
-        |r| match r {
-            ResponseKind::ConsumerGroupDescribe(r) => Some(r.groups),
-            _ => None,
-        },
+        |part| request.clone().with_group_ids(part),
+        |r| r.groups,
         |id| {
             DescribedGroup::default()
                 .with_group_id(id)
-                .with_error_code(group_route::UNKNOWN_SERVER_ERROR)
+                .with_error_code(ResponseError::UnknownServerError.code())
         },
     )
     .await;
-    Outcome::Later(Box::pin(async move {
-        Some(ResponseKind::ConsumerGroupDescribe(
-            ConsumerGroupDescribeResponse::default().with_groups(gather.await),
-        ))
-    }))
+    Outcome::later(
+        async move { ConsumerGroupDescribeResponse::default().with_groups(gather.await) },
+    )
 }

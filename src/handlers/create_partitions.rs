@@ -4,18 +4,19 @@
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
 
-use super::util::sb;
-use super::{Ctx, Versions};
-use crate::shard::ShardRequest;
+use super::{Ctx, Outcome, Versions};
+use crate::error::ResponseError;
+use crate::protocol::strings::sb;
+use crate::shard::ControlRequest;
 
 pub const VERSIONS: Versions = Versions { min: 0, max: 3 };
 
-const INVALID_REQUEST: i16 = 42;
-const UNKNOWN_SERVER_ERROR: i16 = -1;
-
 /// Per topic: UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS (count not above the
 /// current one), INVALID_REQUEST (duplicate topic in the request).
-pub async fn handle(ctx: &Ctx, request: CreatePartitionsRequest) -> CreatePartitionsResponse {
+pub async fn handle(
+    ctx: &Ctx,
+    request: CreatePartitionsRequest,
+) -> Outcome<CreatePartitionsResponse> {
     let mut seen = std::collections::HashMap::new();
     for t in &request.topics {
         *seen.entry(t.name.0.to_string()).or_insert(0) += 1;
@@ -27,33 +28,46 @@ pub async fn handle(ctx: &Ctx, request: CreatePartitionsRequest) -> CreatePartit
         .map(|t| (t.name.0.to_string(), t.count))
         .collect();
     let validate_only = request.validate_only;
-    let mut answers = if asked.is_empty() {
-        Vec::new()
+    let growing = if asked.is_empty() {
+        None
     } else {
-        ctx.shard
-            .ask(0, |reply| ShardRequest::CreatePartitions { topics: asked, validate_only, reply })
-            .await
-            .unwrap_or_default()
-    }
-    .into_iter();
-    let results = request
-        .topics
-        .iter()
-        .map(|t| {
-            let r = CreatePartitionsTopicResult::default().with_name(t.name.clone());
-            if seen[t.name.0.as_str()] > 1 {
-                return r
-                    .with_error_code(INVALID_REQUEST)
-                    .with_error_message(Some(sb("Duplicate topic in request.")));
-            }
-            match answers.next() {
-                Some(Ok(())) => r,
-                Some(Err(e)) => {
-                    r.with_error_code(e.code()).with_error_message(Some(sb(e.message())))
+        let topics = asked;
+        Some(
+            ctx.shard
+                .ask_control(|reply| ControlRequest::CreatePartitions {
+                    topics,
+                    validate_only,
+                    reply,
+                })
+                .await,
+        )
+    };
+    Outcome::later(async move {
+        let mut answers = match growing {
+            Some(rx) => rx.await.unwrap_or_default(),
+            None => Vec::new(),
+        }
+        .into_iter();
+        let results = request
+            .topics
+            .iter()
+            .map(|t| {
+                let r = CreatePartitionsTopicResult::default().with_name(t.name.clone());
+                if seen[t.name.0.as_str()] > 1 {
+                    return r
+                        .with_error_code(ResponseError::InvalidRequest.code())
+                        .with_error_message(Some(sb("Duplicate topic in request.")));
                 }
-                None => r.with_error_code(UNKNOWN_SERVER_ERROR),
-            }
-        })
-        .collect();
-    CreatePartitionsResponse::default().with_results(results)
+                match answers.next() {
+                    Some(Ok(())) => r,
+                    Some(Err(e)) => r
+                        .with_error_code(e.error().code())
+                        .with_error_message(Some(sb(e.message()))),
+                    // The control shard did not answer (shutdown).
+                    None => r.with_error_code(ResponseError::UnknownServerError.code()),
+                }
+            })
+            .collect();
+        CreatePartitionsResponse::default().with_results(results)
+    })
 }

@@ -2,34 +2,28 @@
 //! tombstones are durable), results merged here in request order.
 
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
-use kafka_protocol::messages::{
-    DeleteGroupsRequest, DeleteGroupsResponse, RequestKind, ResponseKind,
-};
+use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse};
 
 use super::{group_route, Ctx, Outcome, Versions};
+use crate::error::ResponseError;
 
 pub const VERSIONS: Versions = Versions { min: 0, max: 2 };
 
 /// Deletes empty groups: NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND per group otherwise.
-pub async fn handle(ctx: &Ctx, mut request: DeleteGroupsRequest) -> Outcome {
+pub async fn handle(ctx: &Ctx, mut request: DeleteGroupsRequest) -> Outcome<DeleteGroupsResponse> {
     let ids = std::mem::take(&mut request.groups_names);
     let gather = group_route::scatter(
         ctx,
         ids,
         |g| g.as_str(),
-        |part| RequestKind::DeleteGroups(request.clone().with_groups_names(part)),
-        |r| match r {
-            ResponseKind::DeleteGroups(r) => Some(r.results),
-            _ => None,
-        },
+        |part| request.clone().with_groups_names(part),
+        |r| r.results,
         |id| {
             DeletableGroupResult::default()
                 .with_group_id(id)
-                .with_error_code(group_route::UNKNOWN_SERVER_ERROR)
+                .with_error_code(ResponseError::UnknownServerError.code())
         },
     )
     .await;
-    Outcome::Later(Box::pin(async move {
-        Some(ResponseKind::DeleteGroups(DeleteGroupsResponse::default().with_results(gather.await)))
-    }))
+    Outcome::later(async move { DeleteGroupsResponse::default().with_results(gather.await) })
 }

@@ -4,14 +4,44 @@
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
 
-use super::util::sb;
-use super::{Ctx, Versions};
+use super::{Ctx, Outcome, Versions};
+use crate::error::ResponseError;
+use crate::protocol::strings::sb;
 
 pub const VERSIONS: Versions = Versions { min: 0, max: 2 };
 
-/// Describes the cluster. `endpoint_type` 2 (controllers, v1+) is answered with
-/// UNSUPPORTED_ENDPOINT_TYPE (119) as a broker-only listener does.
-pub fn handle(ctx: &Ctx, request: DescribeClusterRequest) -> DescribeClusterResponse {
+/// Describes the cluster, as Kafka's `AuthHelper.computeDescribeClusterResponse`
+/// does on a broker listener: `endpoint_type` 1 (brokers) is answered; 2
+/// (controllers, v1+) gets MISMATCHED_ENDPOINT_TYPE and any other value
+/// UNSUPPORTED_ENDPOINT_TYPE, each with only the error code and message set.
+pub async fn handle(
+    ctx: &Ctx,
+    request: DescribeClusterRequest,
+) -> Outcome<DescribeClusterResponse> {
+    let refused = |error: ResponseError, message: String| {
+        Outcome::Ready(
+            DescribeClusterResponse::default()
+                .with_error_code(error.code())
+                .with_error_message(Some(sb(&message))),
+        )
+    };
+    match request.endpoint_type {
+        1 => {}
+        2 => {
+            return refused(
+                ResponseError::MismatchedEndpointType,
+                "The request was sent to an endpoint of type BROKER, but we wanted an endpoint \
+                 of type CONTROLLER"
+                    .into(),
+            )
+        }
+        other => {
+            return refused(
+                ResponseError::UnsupportedEndpointType,
+                format!("Unsupported endpoint type {other}"),
+            )
+        }
+    }
     let (host, port) = ctx.shard.config.advertised();
     let node_id = ctx.shard.config.node_id;
     let mut response = DescribeClusterResponse::default()
@@ -24,11 +54,6 @@ pub fn handle(ctx: &Ctx, request: DescribeClusterRequest) -> DescribeClusterResp
             .with_port(port)]);
     if ctx.api_version >= 1 {
         response.endpoint_type = 1;
-        if request.endpoint_type == 2 {
-            response.error_code = 119;
-            response.error_message =
-                Some(sb("The target cluster does not expose controller endpoints"));
-        }
     }
-    response
+    Outcome::Ready(response)
 }

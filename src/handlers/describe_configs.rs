@@ -7,14 +7,13 @@ use kafka_protocol::messages::describe_configs_response::{
 };
 use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 
-use super::util::sb;
-use super::{Ctx, Versions};
+use super::{Ctx, Outcome, Versions};
+use crate::error::ResponseError;
+use crate::protocol::strings::sb;
 use crate::topic_config;
 
 pub const VERSIONS: Versions = Versions { min: 1, max: 4 };
 
-const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-const INVALID_REQUEST: i16 = 42;
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
 const SOURCE_TOPIC_CONFIG: i8 = 1;
@@ -23,7 +22,10 @@ const SOURCE_DEFAULT_CONFIG: i8 = 5;
 
 /// Describes topics and this broker. Errors per resource: UNKNOWN_TOPIC_OR_PARTITION,
 /// INVALID_REQUEST (unknown resource type or another broker's id).
-pub fn handle(ctx: &Ctx, request: DescribeConfigsRequest) -> DescribeConfigsResponse {
+pub async fn handle(
+    ctx: &Ctx,
+    request: DescribeConfigsRequest,
+) -> Outcome<DescribeConfigsResponse> {
     let results = request
         .resources
         .iter()
@@ -45,7 +47,7 @@ pub fn handle(ctx: &Ctx, request: DescribeConfigsRequest) -> DescribeConfigsResp
                         .collect(),
                     None => {
                         return out
-                            .with_error_code(UNKNOWN_TOPIC_OR_PARTITION)
+                            .with_error_code(ResponseError::UnknownTopicOrPartition.code())
                             .with_error_message(Some(sb("Topic does not exist")));
                     }
                 },
@@ -53,14 +55,14 @@ pub fn handle(ctx: &Ctx, request: DescribeConfigsRequest) -> DescribeConfigsResp
                     let name = res.resource_name.as_str();
                     if !name.is_empty() && name != ctx.shard.config.node_id.to_string() {
                         return out
-                            .with_error_code(INVALID_REQUEST)
+                            .with_error_code(ResponseError::InvalidRequest.code())
                             .with_error_message(Some(sb("Unexpected broker id")));
                     }
                     broker_configs(ctx)
                 }
                 _ => {
                     return out
-                        .with_error_code(INVALID_REQUEST)
+                        .with_error_code(ResponseError::InvalidRequest.code())
                         .with_error_message(Some(sb("Unsupported resource type")));
                 }
             };
@@ -84,7 +86,7 @@ pub fn handle(ctx: &Ctx, request: DescribeConfigsRequest) -> DescribeConfigsResp
             out
         })
         .collect();
-    DescribeConfigsResponse::default().with_results(results)
+    Outcome::Ready(DescribeConfigsResponse::default().with_results(results))
 }
 
 fn broker_configs(ctx: &Ctx) -> Vec<(String, Option<String>, i8)> {

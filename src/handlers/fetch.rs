@@ -12,18 +12,16 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures_channel::oneshot;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-use kafka_protocol::messages::{FetchRequest, FetchResponse, ResponseKind, TopicName};
+use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
 
 use super::{Ctx, Outcome, Versions};
+use crate::error::{self, ResponseError};
 use crate::protocol::batch::BatchIter;
+use crate::protocol::strings::topic_name;
 use crate::shard::messages::PartitionRead;
-use crate::shard::{Shard, ShardRequest};
+use crate::shard::{DataRequest, Shard};
 
 pub const VERSIONS: Versions = Versions { min: 4, max: 18 };
-
-const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-const FETCH_SESSION_ID_NOT_FOUND: i16 = 70;
-const UNKNOWN_TOPIC_ID: i16 = 100;
 
 /// One requested partition, resolved against the catalog.
 struct Wanted {
@@ -32,15 +30,16 @@ struct Wanted {
     offset: i64,
     max_bytes: usize,
     /// (topic name, owning shard), or the error to answer with.
-    target: Result<(TopicName, usize), i16>,
+    target: Result<(TopicName, usize), ResponseError>,
 }
 
 /// Starts a Fetch; the long poll runs in the deferred phase.
-pub async fn handle(ctx: Ctx, request: FetchRequest) -> Outcome {
+pub async fn handle(ctx: &Ctx, request: FetchRequest) -> Outcome<FetchResponse> {
     let v = ctx.api_version;
     if request.session_id != 0 {
-        let r = FetchResponse::default().with_error_code(FETCH_SESSION_ID_NOT_FOUND);
-        return Outcome::Respond(ResponseKind::Fetch(r));
+        let r =
+            FetchResponse::default().with_error_code(ResponseError::FetchSessionIdNotFound.code());
+        return Outcome::Ready(r);
     }
     let catalog = ctx.shard.catalog();
     let mut headers = Vec::with_capacity(request.topics.len());
@@ -57,11 +56,11 @@ pub async fn handle(ctx: Ctx, request: FetchRequest) -> Outcome {
         headers.push(header);
         for p in &t.partitions {
             let target = match meta {
-                None if v >= 13 => Err(UNKNOWN_TOPIC_ID),
-                None => Err(UNKNOWN_TOPIC_OR_PARTITION),
+                None if v >= 13 => Err(ResponseError::UnknownTopicId),
+                None => Err(ResponseError::UnknownTopicOrPartition),
                 Some(meta) => match catalog.owner(&meta.name, p.partition) {
-                    Some(owner) => Ok((Shard::topic_name(&meta.name), owner)),
-                    None => Err(UNKNOWN_TOPIC_OR_PARTITION),
+                    Some(owner) => Ok((topic_name(&meta.name), owner)),
+                    None => Err(ResponseError::UnknownTopicOrPartition),
                 },
             };
             wanted.push(Wanted {
@@ -77,12 +76,12 @@ pub async fn handle(ctx: Ctx, request: FetchRequest) -> Outcome {
     let min_bytes = request.min_bytes.max(0) as usize;
     let max_wait = Duration::from_millis(request.max_wait_ms.max(0) as u64);
     let shard = ctx.shard.clone();
-    Outcome::Later(Box::pin(async move {
+    Outcome::later(async move {
         let deadline = Instant::now() + max_wait;
         let mut reads = read_all(&shard, &wanted).await;
         loop {
             let total: usize = reads.iter().map(|r| r.records.len()).sum();
-            let any_error = reads.iter().any(|r| r.error != 0);
+            let any_error = reads.iter().any(|r| r.error.is_some());
             let now = Instant::now();
             if total >= min_bytes || any_error || now >= deadline {
                 break;
@@ -90,8 +89,8 @@ pub async fn handle(ctx: Ctx, request: FetchRequest) -> Outcome {
             wait_for_data(&shard, &wanted, deadline - now).await;
             reads = read_all(&shard, &wanted).await;
         }
-        Some(ResponseKind::Fetch(build(v, headers, &wanted, reads, max_bytes)))
-    }))
+        build(v, headers, &wanted, reads, max_bytes)
+    })
 }
 
 /// Reads every partition on its owner, all in parallel.
@@ -101,7 +100,7 @@ async fn read_all(shard: &std::rc::Rc<Shard>, wanted: &[Wanted]) -> Vec<Partitio
         match &w.target {
             Ok((topic, owner)) => {
                 let (tx, rx) = oneshot::channel();
-                let req = ShardRequest::Read {
+                let req = DataRequest::Read {
                     topic: topic.clone(),
                     partition: w.partition,
                     offset: w.offset,
@@ -111,24 +110,14 @@ async fn read_all(shard: &std::rc::Rc<Shard>, wanted: &[Wanted]) -> Vec<Partitio
                 shard.send(*owner, req).await;
                 replies.push(Ok(rx));
             }
-            Err(code) => replies.push(Err(*code)),
+            Err(error) => replies.push(Err(*error)),
         }
     }
     let mut reads = Vec::with_capacity(replies.len());
     for r in replies {
         reads.push(match r {
-            Ok(rx) => rx.await.unwrap_or(PartitionRead {
-                error: -1,
-                high_watermark: -1,
-                log_start_offset: -1,
-                records: Bytes::new(),
-            }),
-            Err(code) => PartitionRead {
-                error: code,
-                high_watermark: -1,
-                log_start_offset: -1,
-                records: Bytes::new(),
-            },
+            Ok(rx) => rx.await.unwrap_or(PartitionRead::failed(ResponseError::UnknownServerError)),
+            Err(error) => PartitionRead::failed(error),
         });
     }
     reads
@@ -146,7 +135,7 @@ async fn wait_for_data(shard: &std::rc::Rc<Shard>, wanted: &[Wanted], timeout: D
     let mut waits = Vec::new();
     for (owner, partitions) in per_shard.into_iter().enumerate().filter(|(_, p)| !p.is_empty()) {
         let (tx, rx) = oneshot::channel();
-        shard.send(owner, ShardRequest::WaitForData { partitions, timeout_ms, reply: tx }).await;
+        shard.send(owner, DataRequest::WaitForData { partitions, timeout_ms, reply: tx }).await;
         waits.push(rx);
     }
     if waits.is_empty() {
@@ -171,7 +160,7 @@ fn build(
         used += records.len();
         let mut p = PartitionData::default()
             .with_partition_index(w.partition)
-            .with_error_code(read.error)
+            .with_error_code(error::code(read.error))
             .with_high_watermark(read.high_watermark)
             .with_last_stable_offset(read.high_watermark)
             .with_records(Some(records));

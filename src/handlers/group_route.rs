@@ -1,35 +1,105 @@
 //! Sending group requests to the shard that coordinates the group (see
 //! [`crate::shard::groups`]), shared by the group API handlers.
+//!
+//! The coordinator answers with a `ResponseKind`; [`GroupRequest`] ties each group
+//! request type to its response type so that handlers stay typed.
+
+use std::future::Future;
+use std::pin::Pin;
 
 use futures_channel::oneshot;
-use kafka_protocol::messages::{RequestKind, ResponseKind};
+use kafka_protocol::messages::*;
 
-use super::{Ctx, Deferred};
+use super::{Ctx, Outcome};
 use crate::shard::groups::{coordinator_shard, GroupCall};
-use crate::shard::ShardRequest;
+use crate::shard::DataRequest;
 
-/// Answer for a group whose coordinating shard did not reply (shutdown).
-pub const UNKNOWN_SERVER_ERROR: i16 = -1;
+/// A request the group coordinator serves, and the response it gives.
+pub trait GroupRequest: Into<RequestKind> + 'static {
+    type Response: 'static;
+    /// The typed response inside the coordinator's answer (`None` for another kind).
+    fn response(kind: ResponseKind) -> Option<Self::Response>;
+}
 
-/// Sends `request` to shard `to` now (so requests keep their order) and returns
-/// the wait for its response. `None` when the shard dropped it (shutdown).
-pub async fn send(ctx: &Ctx, to: usize, request: RequestKind) -> oneshot::Receiver<ResponseKind> {
+/// A request about one group, named by its `group_id` field.
+pub trait SingleGroup: GroupRequest {
+    fn group_id(&self) -> &str;
+}
+
+macro_rules! group_requests {
+    ($($api:ident: $request:ident => $response:ident),* $(,)?) => {$(
+        impl GroupRequest for $request {
+            type Response = $response;
+            fn response(kind: ResponseKind) -> Option<$response> {
+                match kind {
+                    ResponseKind::$api(r) => Some(r),
+                    _ => None,
+                }
+            }
+        }
+    )*};
+}
+
+macro_rules! single_group {
+    ($($request:ident),* $(,)?) => {$(
+        impl SingleGroup for $request {
+            fn group_id(&self) -> &str {
+                self.group_id.as_str()
+            }
+        }
+    )*};
+}
+
+group_requests! {
+    JoinGroup: JoinGroupRequest => JoinGroupResponse,
+    SyncGroup: SyncGroupRequest => SyncGroupResponse,
+    Heartbeat: HeartbeatRequest => HeartbeatResponse,
+    LeaveGroup: LeaveGroupRequest => LeaveGroupResponse,
+    OffsetCommit: OffsetCommitRequest => OffsetCommitResponse,
+    OffsetFetch: OffsetFetchRequest => OffsetFetchResponse,
+    OffsetDelete: OffsetDeleteRequest => OffsetDeleteResponse,
+    ListGroups: ListGroupsRequest => ListGroupsResponse,
+    DescribeGroups: DescribeGroupsRequest => DescribeGroupsResponse,
+    DeleteGroups: DeleteGroupsRequest => DeleteGroupsResponse,
+    ConsumerGroupHeartbeat: ConsumerGroupHeartbeatRequest => ConsumerGroupHeartbeatResponse,
+    ConsumerGroupDescribe: ConsumerGroupDescribeRequest => ConsumerGroupDescribeResponse,
+}
+
+single_group! {
+    JoinGroupRequest,
+    SyncGroupRequest,
+    HeartbeatRequest,
+    LeaveGroupRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+    OffsetDeleteRequest,
+    ConsumerGroupHeartbeatRequest,
+}
+
+/// Sends `request` to shard `to` now (so requests keep their order) and returns the
+/// wait for its typed response: `None` when the shard dropped it (shutdown).
+pub async fn send<Q: GroupRequest>(
+    ctx: &Ctx,
+    to: usize,
+    request: Q,
+) -> impl Future<Output = Option<Q::Response>> {
     let call = GroupCall {
-        request,
+        request: request.into(),
         api_version: ctx.api_version,
         client_id: ctx.client_id.clone(),
         client_host: ctx.client_host.clone(),
     };
     let (tx, rx) = oneshot::channel();
-    ctx.shard.send(to, ShardRequest::Group { call: Box::new(call), reply: tx }).await;
-    rx
+    ctx.shard.send(to, DataRequest::Group { call: Box::new(call), reply: tx }).await;
+    async move { rx.await.ok().and_then(Q::response) }
 }
 
-/// Routes a single-group request to its coordinator; the response is deferred
-/// (a JoinGroup may be parked for a whole rebalance).
-pub async fn to_group(ctx: &Ctx, group_id: &str, request: RequestKind) -> Deferred {
-    let rx = send(ctx, coordinator_shard(group_id, ctx.shard.nr_shards), request).await;
-    Box::pin(async move { rx.await.ok() })
+/// Routes a single-group request to its coordinator; the response is deferred (a
+/// JoinGroup may be parked for a whole rebalance).
+pub async fn to_group<Q: SingleGroup>(ctx: &Ctx, request: Q) -> Outcome<Q::Response> {
+    let to = coordinator_shard(request.group_id(), ctx.shard.nr_shards);
+    let reply = send(ctx, to, request).await;
+    Outcome::Later(Box::pin(reply))
 }
 
 /// Splits `items` by the shard coordinating each item's group: one list of
@@ -51,15 +121,16 @@ pub fn split_by_shard<T>(
 /// request rebuilt (`build`) with just its groups, then gathers the per-group
 /// results (`results`) back into the order of `items`. A group whose shard did not
 /// answer gets `missing(item)`.
-pub async fn scatter<T, R>(
+pub async fn scatter<Q, T, R>(
     ctx: &Ctx,
     items: Vec<T>,
     group_of: fn(&T) -> &str,
-    build: impl Fn(Vec<T>) -> RequestKind,
-    results: fn(ResponseKind) -> Option<Vec<R>>,
+    build: impl Fn(Vec<T>) -> Q,
+    results: fn(Q::Response) -> Vec<R>,
     missing: fn(T) -> R,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = Vec<R>>>>
+) -> Pin<Box<dyn Future<Output = Vec<R>>>>
 where
+    Q: GroupRequest,
     T: Clone + 'static,
     R: 'static,
 {
@@ -71,8 +142,8 @@ where
     }
     Box::pin(async move {
         let mut slots: Vec<Option<R>> = keep.iter().map(|_| None).collect();
-        for (positions, rx) in waits {
-            if let Some(rs) = rx.await.ok().and_then(results) {
+        for (positions, reply) in waits {
+            if let Some(rs) = reply.await.map(results) {
                 for (pos, r) in positions.into_iter().zip(rs) {
                     slots[pos] = Some(r);
                 }

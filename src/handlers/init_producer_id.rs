@@ -5,41 +5,47 @@
 
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
-use super::{Ctx, Versions};
-use crate::shard::ShardRequest;
+use super::{Ctx, Outcome, Versions};
+use crate::error::ResponseError;
+use crate::shard::ControlRequest;
 
-pub const VERSIONS: Versions = Versions { min: 0, max: 6 };
+pub const VERSIONS: Versions = Versions { min: 0, max: 5 };
 
-const COORDINATOR_NOT_AVAILABLE: i16 = 15;
-const UNKNOWN_SERVER_ERROR: i16 = -1;
-
-/// Allocates a producer id on shard 0 (ids survive restarts: see
+/// Allocates a producer id on the control shard (ids survive restarts: see
 /// `shard::control`). A request that bumps an existing id's epoch (KIP-360,
-/// `producer_id` >= 0) gets that id with the next epoch.
-pub async fn handle(ctx: &Ctx, request: InitProducerIdRequest) -> InitProducerIdResponse {
-    let response = InitProducerIdResponse::default();
+/// `producer_id` >= 0) gets that id with the next epoch. Errors:
+/// COORDINATOR_NOT_AVAILABLE (transactional id), KAFKA_STORAGE_ERROR (the id block
+/// could not be reserved on disk).
+pub async fn handle(ctx: &Ctx, request: InitProducerIdRequest) -> Outcome<InitProducerIdResponse> {
     if request.transactional_id.is_some() {
-        return response
-            .with_error_code(COORDINATOR_NOT_AVAILABLE)
-            .with_producer_id(ProducerId(-1))
-            .with_producer_epoch(-1);
+        return Outcome::Ready(failed(ResponseError::CoordinatorNotAvailable));
     }
     if request.producer_id.0 >= 0
         && request.producer_epoch >= 0
         && request.producer_epoch < i16::MAX - 1
     {
-        return response
-            .with_producer_id(request.producer_id)
-            .with_producer_epoch(request.producer_epoch + 1);
+        return Outcome::Ready(
+            InitProducerIdResponse::default()
+                .with_producer_id(request.producer_id)
+                .with_producer_epoch(request.producer_epoch + 1),
+        );
     }
-    match ctx.shard.ask(0, |reply| ShardRequest::AllocateProducerId { reply }).await {
-        Some(Ok(id)) => response.with_producer_id(ProducerId(id)).with_producer_epoch(0),
-        Some(Err(code)) => {
-            response.with_error_code(code).with_producer_id(ProducerId(-1)).with_producer_epoch(-1)
+    let allocated =
+        ctx.shard.ask_control(|reply| ControlRequest::AllocateProducerId { reply }).await;
+    Outcome::later(async move {
+        // A dropped reply means the control shard is shutting down.
+        match allocated.await.unwrap_or(Err(ResponseError::UnknownServerError)) {
+            Ok(id) => InitProducerIdResponse::default()
+                .with_producer_id(ProducerId(id))
+                .with_producer_epoch(0),
+            Err(error) => failed(error),
         }
-        None => response
-            .with_error_code(UNKNOWN_SERVER_ERROR)
-            .with_producer_id(ProducerId(-1))
-            .with_producer_epoch(-1),
-    }
+    })
+}
+
+fn failed(error: ResponseError) -> InitProducerIdResponse {
+    InitProducerIdResponse::default()
+        .with_error_code(error.code())
+        .with_producer_id(ProducerId(-1))
+        .with_producer_epoch(-1)
 }

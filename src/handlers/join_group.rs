@@ -1,14 +1,13 @@
 //! JoinGroup (key 11), classic group protocol: routed to the group's coordinating shard;
 //! the state machine is [`crate::coordinator::GroupCoordinator`].
 
-use kafka_protocol::messages::{JoinGroupRequest, RequestKind};
+use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse};
 
 use super::{group_route, Ctx, Outcome, Versions};
 
 pub const VERSIONS: Versions = Versions { min: 0, max: 9 };
 
 /// Sends the request to the group's coordinator; the response may come much later.
-pub async fn handle(ctx: &Ctx, request: JoinGroupRequest) -> Outcome {
-    let group_id = request.group_id.0.to_string();
-    Outcome::Later(group_route::to_group(ctx, &group_id, RequestKind::JoinGroup(request)).await)
+pub async fn handle(ctx: &Ctx, request: JoinGroupRequest) -> Outcome<JoinGroupResponse> {
+    group_route::to_group(ctx, request).await
 }

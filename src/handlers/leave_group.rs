@@ -1,14 +1,13 @@
 //! LeaveGroup (key 13), classic group protocol: routed to the group's coordinating shard;
 //! the state machine is [`crate::coordinator::GroupCoordinator`].
 
-use kafka_protocol::messages::{LeaveGroupRequest, RequestKind};
+use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse};
 
 use super::{group_route, Ctx, Outcome, Versions};
 
 pub const VERSIONS: Versions = Versions { min: 0, max: 5 };
 
 /// Sends the request to the group's coordinator; the response may come much later.
-pub async fn handle(ctx: &Ctx, request: LeaveGroupRequest) -> Outcome {
-    let group_id = request.group_id.0.to_string();
-    Outcome::Later(group_route::to_group(ctx, &group_id, RequestKind::LeaveGroup(request)).await)
+pub async fn handle(ctx: &Ctx, request: LeaveGroupRequest) -> Outcome<LeaveGroupResponse> {
+    group_route::to_group(ctx, request).await
 }

@@ -1,7 +1,7 @@
 //! ListGroups (key 16): every shard lists the groups it coordinates (with the
 //! request's state and type filters); the lists are concatenated.
 
-use kafka_protocol::messages::{ListGroupsRequest, ListGroupsResponse, RequestKind, ResponseKind};
+use kafka_protocol::messages::{ListGroupsRequest, ListGroupsResponse};
 
 use super::{group_route, Ctx, Outcome, Versions};
 
@@ -9,21 +9,21 @@ pub const VERSIONS: Versions = Versions { min: 0, max: 5 };
 
 /// Lists groups; the error code is the first shard's non-zero one
 /// (COORDINATOR_LOAD_IN_PROGRESS while a shard loads).
-pub async fn handle(ctx: &Ctx, request: ListGroupsRequest) -> Outcome {
+pub async fn handle(ctx: &Ctx, request: ListGroupsRequest) -> Outcome<ListGroupsResponse> {
     let mut waits = Vec::new();
     for shard in 0..ctx.shard.nr_shards {
-        waits.push(group_route::send(ctx, shard, RequestKind::ListGroups(request.clone())).await);
+        waits.push(group_route::send(ctx, shard, request.clone()).await);
     }
-    Outcome::Later(Box::pin(async move {
+    Outcome::later(async move {
         let mut out = ListGroupsResponse::default();
-        for rx in waits {
-            if let Ok(ResponseKind::ListGroups(r)) = rx.await {
+        for reply in waits {
+            if let Some(r) = reply.await {
                 if out.error_code == 0 {
                     out.error_code = r.error_code;
                 }
                 out.groups.extend(r.groups);
             }
         }
-        Some(ResponseKind::ListGroups(out))
-    }))
+        out
+    })
 }

@@ -3,29 +3,29 @@
 //! `--auto-create-topics` and the request allow it (v4+ flag; always before v4).
 
 use std::collections::BTreeSet;
+use std::rc::Rc;
 
+use futures_channel::oneshot;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
 
-use super::create_topics::create;
-use super::util::{sb, topic_name};
-use super::{Ctx, Versions};
-use crate::metadata::{Catalog, TopicMeta, INTERNAL_TOPICS};
+use super::{Ctx, Outcome, Versions};
+use crate::error::ResponseError;
+use crate::metadata::{Catalog, CatalogError, TopicMeta, INTERNAL_TOPICS};
+use crate::protocol::strings::{sb, topic_name};
 use crate::protocol::topic_name::validate_topic_name;
 use crate::shard::messages::NewTopic;
+use crate::shard::{ControlRequest, Shard};
 
 pub const VERSIONS: Versions = Versions { min: 0, max: 13 };
 
-const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-const INVALID_TOPIC_EXCEPTION: i16 = 17;
-const UNKNOWN_TOPIC_ID: i16 = 100;
-
 /// Answers Metadata. A null topic list (v1+) or an empty one (v0) means every
 /// topic. Per topic: UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION,
-/// UNKNOWN_TOPIC_ID (lookup by id, v10+).
-pub async fn handle(ctx: &Ctx, request: MetadataRequest) -> MetadataResponse {
+/// UNKNOWN_TOPIC_ID (lookup by id, v10+). Topics to auto-create are sent to the
+/// control shard first; the answer is built once they exist.
+pub async fn handle(ctx: &Ctx, request: MetadataRequest) -> Outcome<MetadataResponse> {
     let v = ctx.api_version;
     let all = match &request.topics {
         None => true,
@@ -33,41 +33,62 @@ pub async fn handle(ctx: &Ctx, request: MetadataRequest) -> MetadataResponse {
     };
     let allow_create =
         ctx.shard.config.auto_create_topics && (v < 4 || request.allow_auto_topic_creation);
-
-    // Auto-create first, so the answer below sees the new topics.
-    if !all && allow_create {
-        let catalog = ctx.shard.catalog();
-        let missing: BTreeSet<String> = request
-            .topics
-            .iter()
-            .flatten()
-            .filter_map(|t| t.name.as_ref().map(|n| n.0.to_string()))
-            .filter(|n| {
-                catalog.topic(n).is_none()
-                    && validate_topic_name(n).is_ok()
-                    && !INTERNAL_TOPICS.contains(&n.as_str())
-            })
-            .collect();
-        let new: Vec<NewTopic> = missing
-            .into_iter()
-            .map(|name| NewTopic {
-                name,
-                partitions: ctx.shard.config.default_partitions,
-                configs: Default::default(),
-            })
-            .collect();
-        for (t, r) in create(&ctx.shard, new, false).await {
-            if let Err(e) = r {
-                if e.code() != 36 {
-                    tracing::info!(topic = %t.name, error = e.message(), "auto-creation failed");
-                }
+    let creating = if !all && allow_create { auto_create(ctx, &request).await } else { None };
+    let shard = ctx.shard.clone();
+    let Some(created) = creating else {
+        return Outcome::Ready(answer(&shard, v, &request, all));
+    };
+    Outcome::later(async move {
+        for result in created.await.unwrap_or_default() {
+            match result {
+                Err(CatalogError::TopicAlreadyExists(_)) | Ok(_) => {}
+                Err(e) => tracing::info!(error = e.message(), "auto-creation failed"),
             }
         }
-    }
+        answer(&shard, v, &request, all)
+    })
+}
 
+/// Asks the control shard to create the requested topics that do not exist (and
+/// may be created); `None` when there are none.
+async fn auto_create(
+    ctx: &Ctx,
+    request: &MetadataRequest,
+) -> Option<oneshot::Receiver<Vec<Result<TopicMeta, CatalogError>>>> {
     let catalog = ctx.shard.catalog();
+    let missing: BTreeSet<String> = request
+        .topics
+        .iter()
+        .flatten()
+        .filter_map(|t| t.name.as_ref().map(|n| n.0.to_string()))
+        .filter(|n| {
+            catalog.topic(n).is_none()
+                && validate_topic_name(n).is_ok()
+                && !INTERNAL_TOPICS.contains(&n.as_str())
+        })
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let partitions = ctx.shard.config.default_partitions;
+    let topics: Vec<NewTopic> = missing
+        .into_iter()
+        .map(|name| NewTopic { name, partitions, configs: Default::default() })
+        .collect();
+    let validate_only = false;
+    Some(
+        ctx.shard
+            .ask_control(|reply| ControlRequest::CreateTopics { topics, validate_only, reply })
+            .await,
+    )
+}
+
+/// The response from this shard's catalog as it is now.
+fn answer(shard: &Rc<Shard>, v: i16, request: &MetadataRequest, all: bool) -> MetadataResponse {
+    let catalog = shard.catalog();
+    let node = BrokerId(shard.config.node_id);
     let topics: Vec<MetadataResponseTopic> = if all {
-        catalog.topics.values().map(|t| describe(ctx, t)).collect()
+        catalog.topics.values().map(|t| describe(v, node, t)).collect()
     } else {
         request
             .topics
@@ -75,26 +96,25 @@ pub async fn handle(ctx: &Ctx, request: MetadataRequest) -> MetadataResponse {
             .flatten()
             .map(|t| match &t.name {
                 Some(name) => match catalog.topic(name.as_str()) {
-                    Some(meta) => describe(ctx, meta),
+                    Some(meta) => describe(v, node, meta),
                     None => {
-                        let code = if validate_topic_name(name.as_str()).is_err() {
-                            INVALID_TOPIC_EXCEPTION
+                        let error = if validate_topic_name(name.as_str()).is_err() {
+                            ResponseError::InvalidTopicException
                         } else {
-                            UNKNOWN_TOPIC_OR_PARTITION
+                            ResponseError::UnknownTopicOrPartition
                         };
-                        missing(v, Some(name.0.to_string()), t.topic_id, code)
+                        missing(v, Some(name.0.to_string()), t.topic_id, error)
                     }
                 },
                 None => match catalog.topic_by_id(t.topic_id) {
-                    Some(meta) => describe(ctx, meta),
-                    None => missing(v, None, t.topic_id, UNKNOWN_TOPIC_ID),
+                    Some(meta) => describe(v, node, meta),
+                    None => missing(v, None, t.topic_id, ResponseError::UnknownTopicId),
                 },
             })
             .collect()
     };
 
-    let (host, port) = ctx.shard.config.advertised();
-    let node = BrokerId(ctx.shard.config.node_id);
+    let (host, port) = shard.config.advertised();
     let mut response = MetadataResponse::default()
         .with_brokers(vec![MetadataResponseBroker::default()
             .with_node_id(node)
@@ -114,8 +134,13 @@ fn cluster_id(catalog: &Catalog) -> String {
     catalog.cluster_id.clone()
 }
 
-fn missing(v: i16, name: Option<String>, id: uuid::Uuid, code: i16) -> MetadataResponseTopic {
-    let mut t = MetadataResponseTopic::default().with_error_code(code);
+fn missing(
+    v: i16,
+    name: Option<String>,
+    id: uuid::Uuid,
+    error: ResponseError,
+) -> MetadataResponseTopic {
+    let mut t = MetadataResponseTopic::default().with_error_code(error.code());
     t.name = Some(topic_name(name.as_deref().unwrap_or("")));
     if v >= 12 && name.is_none() {
         t.name = None;
@@ -126,9 +151,7 @@ fn missing(v: i16, name: Option<String>, id: uuid::Uuid, code: i16) -> MetadataR
     t
 }
 
-fn describe(ctx: &Ctx, meta: &TopicMeta) -> MetadataResponseTopic {
-    let v = ctx.api_version;
-    let node = BrokerId(ctx.shard.config.node_id);
+fn describe(v: i16, node: BrokerId, meta: &TopicMeta) -> MetadataResponseTopic {
     let partitions = (0..meta.partition_shards.len() as i32)
         .map(|p| {
             let mut mp = MetadataResponsePartition::default()

@@ -1,9 +1,24 @@
 //! One file per Kafka API, each the same shape: decode -> validate -> route ->
 //! respond. Handlers never touch sockets or files.
 //!
-//! [`REGISTRY`] lists every implemented API with the version range its handler
-//! declares; ApiVersions is derived from it, so it never advertises what is not
-//! implemented.
+//! # The handler shape
+//!
+//! Every API module has
+//! - `pub const VERSIONS: Versions`, the inclusive version range it implements, and
+//! - `pub async fn handle(ctx: &Ctx, request: XRequest) -> Outcome<XResponse>`.
+//!
+//! `handle` is the first phase of a request (Redpanda's "dispatched"): it decodes,
+//! validates and *starts* the work, including cross-shard work (appends are given
+//! their offsets here, so they keep request order). It may await room in a mesh
+//! channel, never another shard's answer: what must wait is returned as
+//! [`Outcome::Later`], the second phase ("produced"), which the connection awaits in
+//! request order while it goes on reading and dispatching pipelined requests.
+//!
+//! # The table
+//!
+//! [`apis!`] below is the only list of APIs. It generates both [`REGISTRY`] (what
+//! ApiVersions advertises) and the dispatch `match` (what is served), so the two
+//! cannot drift. Adding an API is one new file plus one line in that table.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -39,9 +54,9 @@ pub mod offset_delete;
 pub mod offset_fetch;
 pub mod produce;
 pub mod sync_group;
-mod util;
 
-pub use util::now_ms;
+#[cfg(test)]
+mod tests;
 
 /// The inclusive version range a handler implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,37 +65,11 @@ pub struct Versions {
     pub max: i16,
 }
 
-/// Every implemented API and its versions: the source of the ApiVersions table.
-pub const REGISTRY: &[(ApiKey, Versions)] = &[
-    (ApiKey::Produce, produce::VERSIONS),
-    (ApiKey::Fetch, fetch::VERSIONS),
-    (ApiKey::ListOffsets, list_offsets::VERSIONS),
-    (ApiKey::Metadata, metadata::VERSIONS),
-    (ApiKey::ApiVersions, api_versions::VERSIONS),
-    (ApiKey::CreateTopics, create_topics::VERSIONS),
-    (ApiKey::DeleteTopics, delete_topics::VERSIONS),
-    (ApiKey::InitProducerId, init_producer_id::VERSIONS),
-    (ApiKey::DescribeConfigs, describe_configs::VERSIONS),
-    (ApiKey::CreatePartitions, create_partitions::VERSIONS),
-    (ApiKey::DescribeCluster, describe_cluster::VERSIONS),
-    (ApiKey::FindCoordinator, find_coordinator::VERSIONS),
-    (ApiKey::JoinGroup, join_group::VERSIONS),
-    (ApiKey::SyncGroup, sync_group::VERSIONS),
-    (ApiKey::Heartbeat, heartbeat::VERSIONS),
-    (ApiKey::LeaveGroup, leave_group::VERSIONS),
-    (ApiKey::OffsetCommit, offset_commit::VERSIONS),
-    (ApiKey::OffsetFetch, offset_fetch::VERSIONS),
-    (ApiKey::ListGroups, list_groups::VERSIONS),
-    (ApiKey::DescribeGroups, describe_groups::VERSIONS),
-    (ApiKey::DeleteGroups, delete_groups::VERSIONS),
-    (ApiKey::OffsetDelete, offset_delete::VERSIONS),
-    (ApiKey::ConsumerGroupHeartbeat, consumer_group_heartbeat::VERSIONS),
-    (ApiKey::ConsumerGroupDescribe, consumer_group_describe::VERSIONS),
-];
-
-/// The versions of `api` this broker implements, if any.
-pub fn versions_of(api: ApiKey) -> Option<Versions> {
-    REGISTRY.iter().find(|(k, _)| *k == api).map(|(_, v)| *v)
+impl Versions {
+    /// Whether `version` is within the range.
+    pub fn contains(self, version: i16) -> bool {
+        self.min <= version && version <= self.max
+    }
 }
 
 /// What the connection knows about the request being handled.
@@ -92,17 +81,35 @@ pub struct Ctx {
     pub client_host: String,
 }
 
-/// The second phase of a request whose response is not ready when its dispatch
-/// ends (produce waiting for the write, fetch long-polling). `None` = no response
-/// (acks=0 produce).
-pub type Deferred = Pin<Box<dyn Future<Output = Option<ResponseKind>>>>;
+/// The second phase of a request. It yields `None` when the shard that owed the
+/// answer dropped the request (shutdown): the connection then closes, since a
+/// response can no longer be sent in order.
+pub type Deferred<R> = Pin<Box<dyn Future<Output = Option<R>>>>;
 
-/// What dispatching one request produced.
-pub enum Outcome {
-    Respond(ResponseKind),
-    Later(Deferred),
-    /// Send nothing (acks=0 produce).
+/// What the first phase of a request produced.
+pub enum Outcome<R> {
+    /// The response, ready now.
+    Ready(R),
+    /// The response once the started work completes.
+    Later(Deferred<R>),
+    /// No response at all (acks=0 produce).
     Silent,
+}
+
+impl<R: 'static> Outcome<R> {
+    /// A second phase that always yields a response.
+    pub fn later(response: impl Future<Output = R> + 'static) -> Outcome<R> {
+        Outcome::Later(Box::pin(async move { Some(response.await) }))
+    }
+
+    /// The same outcome with the response converted by `f`.
+    pub fn map<T: 'static>(self, f: fn(R) -> T) -> Outcome<T> {
+        match self {
+            Outcome::Ready(r) => Outcome::Ready(f(r)),
+            Outcome::Later(later) => Outcome::Later(Box::pin(async move { later.await.map(f) })),
+            Outcome::Silent => Outcome::Silent,
+        }
+    }
 }
 
 /// Why a request ends the connection (logged by the connection with this reason).
@@ -113,72 +120,103 @@ pub enum Refusal {
     MalformedBody { api: ApiKey, version: i16, reason: String },
 }
 
-/// Runs the first phase of a request: decode, validate and route. Whatever must keep
-/// the request order (offset assignment) happens before this returns.
-pub async fn dispatch(ctx: Ctx, request: Request) -> Result<Outcome, Refusal> {
+/// A dispatched request: its outcome and how to encode the response.
+pub struct Dispatched {
+    pub api: ApiKey,
+    /// The version the response is encoded in: the request's, except for KIP-511's
+    /// fallback (see [`api_versions::fallback`]).
+    pub response_version: i16,
+    pub outcome: Outcome<ResponseKind>,
+}
+
+/// Generates the API table: `Variant => module` where `Variant` names the API in
+/// `ApiKey`, `RequestKind` and `ResponseKind` alike, and `module` is its handler.
+macro_rules! apis {
+    ($($api:ident => $module:ident),* $(,)?) => {
+        /// Every implemented API with its versions: the source of the ApiVersions table.
+        pub const REGISTRY: &[(ApiKey, Versions)] = &[$((ApiKey::$api, $module::VERSIONS)),*];
+
+        /// Runs the handler of a decoded request; `None` for an API not in the table.
+        async fn route(ctx: &Ctx, request: RequestKind) -> Option<Outcome<ResponseKind>> {
+            match request {
+                $(RequestKind::$api(r) => Some($module::handle(ctx, r).await.map(ResponseKind::$api)),)*
+                _ => None,
+            }
+        }
+
+        /// The API of a response (tests).
+        #[cfg(test)]
+        fn response_api(response: &ResponseKind) -> Option<ApiKey> {
+            match response {
+                $(ResponseKind::$api(_) => Some(ApiKey::$api),)*
+                _ => None,
+            }
+        }
+
+        /// A request of `api` with every field at its default (tests).
+        #[cfg(test)]
+        fn default_request(api: ApiKey) -> Option<RequestKind> {
+            match api {
+                $(ApiKey::$api => Some(RequestKind::$api(Default::default())),)*
+                _ => None,
+            }
+        }
+    };
+}
+
+apis! {
+    Produce => produce,
+    Fetch => fetch,
+    ListOffsets => list_offsets,
+    Metadata => metadata,
+    OffsetCommit => offset_commit,
+    OffsetFetch => offset_fetch,
+    FindCoordinator => find_coordinator,
+    JoinGroup => join_group,
+    Heartbeat => heartbeat,
+    LeaveGroup => leave_group,
+    SyncGroup => sync_group,
+    DescribeGroups => describe_groups,
+    ListGroups => list_groups,
+    ApiVersions => api_versions,
+    CreateTopics => create_topics,
+    DeleteTopics => delete_topics,
+    InitProducerId => init_producer_id,
+    DescribeConfigs => describe_configs,
+    CreatePartitions => create_partitions,
+    DeleteGroups => delete_groups,
+    OffsetDelete => offset_delete,
+    DescribeCluster => describe_cluster,
+    ConsumerGroupHeartbeat => consumer_group_heartbeat,
+    ConsumerGroupDescribe => consumer_group_describe,
+}
+
+/// The versions of `api` this broker implements, if any.
+pub fn versions_of(api: ApiKey) -> Option<Versions> {
+    REGISTRY.iter().find(|(k, _)| *k == api).map(|(_, v)| *v)
+}
+
+/// Runs the first phase of a request: decode, validate, start the work. Whatever
+/// must keep the request order (offset assignment) happens before this returns.
+pub async fn dispatch(ctx: &Ctx, request: Request) -> Result<Dispatched, Refusal> {
     let Some(api) = request.api else {
         return Err(Refusal::UnknownApiKey(request.api_key));
     };
     let version = request.api_version;
-    let supported = versions_of(api).is_some_and(|v| v.min <= version && version <= v.max);
-    if !supported {
-        if api == ApiKey::ApiVersions {
-            // KIP-511: answer with UNSUPPORTED_VERSION and our table, in v0 format.
-            return Ok(Outcome::Respond(ResponseKind::ApiVersions(api_versions::unsupported())));
-        }
-        return Err(Refusal::UnsupportedVersion { api, version });
+    if !versions_of(api).is_some_and(|v| v.contains(version)) {
+        return match api_versions::fallback(api, version) {
+            Some((response_version, response)) => Ok(Dispatched {
+                api,
+                response_version,
+                outcome: Outcome::Ready(ResponseKind::ApiVersions(response)),
+            }),
+            None => Err(Refusal::UnsupportedVersion { api, version }),
+        };
     }
     let mut body = request.body;
     let decoded = RequestKind::decode(api, &mut body, version)
         .map_err(|e| Refusal::MalformedBody { api, version, reason: e.to_string() })?;
-    let respond = |r| Ok(Outcome::Respond(r));
-    match decoded {
-        RequestKind::ApiVersions(r) => {
-            respond(ResponseKind::ApiVersions(api_versions::handle(&ctx, r)))
-        }
-        RequestKind::Metadata(r) => {
-            respond(ResponseKind::Metadata(metadata::handle(&ctx, r).await))
-        }
-        RequestKind::Produce(r) => Ok(produce::handle(&ctx, r).await),
-        RequestKind::Fetch(r) => Ok(fetch::handle(ctx, r).await),
-        RequestKind::ListOffsets(r) => {
-            respond(ResponseKind::ListOffsets(list_offsets::handle(&ctx, r).await))
-        }
-        RequestKind::CreateTopics(r) => {
-            respond(ResponseKind::CreateTopics(create_topics::handle(&ctx, r).await))
-        }
-        RequestKind::DeleteTopics(r) => {
-            respond(ResponseKind::DeleteTopics(delete_topics::handle(&ctx, r).await))
-        }
-        RequestKind::CreatePartitions(r) => {
-            respond(ResponseKind::CreatePartitions(create_partitions::handle(&ctx, r).await))
-        }
-        RequestKind::InitProducerId(r) => {
-            respond(ResponseKind::InitProducerId(init_producer_id::handle(&ctx, r).await))
-        }
-        RequestKind::DescribeConfigs(r) => {
-            respond(ResponseKind::DescribeConfigs(describe_configs::handle(&ctx, r)))
-        }
-        RequestKind::DescribeCluster(r) => {
-            respond(ResponseKind::DescribeCluster(describe_cluster::handle(&ctx, r)))
-        }
-        RequestKind::FindCoordinator(r) => {
-            respond(ResponseKind::FindCoordinator(find_coordinator::handle(&ctx, r)))
-        }
-        RequestKind::JoinGroup(r) => Ok(join_group::handle(&ctx, r).await),
-        RequestKind::SyncGroup(r) => Ok(sync_group::handle(&ctx, r).await),
-        RequestKind::Heartbeat(r) => Ok(heartbeat::handle(&ctx, r).await),
-        RequestKind::LeaveGroup(r) => Ok(leave_group::handle(&ctx, r).await),
-        RequestKind::OffsetCommit(r) => Ok(offset_commit::handle(&ctx, r).await),
-        RequestKind::OffsetFetch(r) => Ok(offset_fetch::handle(&ctx, r).await),
-        RequestKind::ListGroups(r) => Ok(list_groups::handle(&ctx, r).await),
-        RequestKind::DescribeGroups(r) => Ok(describe_groups::handle(&ctx, r).await),
-        RequestKind::DeleteGroups(r) => Ok(delete_groups::handle(&ctx, r).await),
-        RequestKind::OffsetDelete(r) => Ok(offset_delete::handle(&ctx, r).await),
-        RequestKind::ConsumerGroupHeartbeat(r) => {
-            Ok(consumer_group_heartbeat::handle(&ctx, r).await)
-        }
-        RequestKind::ConsumerGroupDescribe(r) => Ok(consumer_group_describe::handle(&ctx, r).await),
-        _ => Err(Refusal::UnsupportedVersion { api, version }),
-    }
+    // `route` covers every API of `REGISTRY`, so `None` cannot follow the check above.
+    let outcome = route(ctx, decoded).await.ok_or(Refusal::UnsupportedVersion { api, version })?;
+    Ok(Dispatched { api, response_version: version, outcome })
 }

@@ -5,18 +5,15 @@
 use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
-use kafka_protocol::messages::{
-    OffsetCommitRequest, OffsetCommitResponse, RequestKind, ResponseKind,
-};
+use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse, TopicName};
 
 use super::{group_route, Ctx, Outcome, Versions};
+use crate::error::ResponseError;
 
 pub const VERSIONS: Versions = Versions { min: 2, max: 9 };
 
-const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-
 /// Commits offsets for a group member or a simple (`assign()`) consumer.
-pub async fn handle(ctx: &Ctx, mut request: OffsetCommitRequest) -> Outcome {
+pub async fn handle(ctx: &Ctx, mut request: OffsetCommitRequest) -> Outcome<OffsetCommitResponse> {
     let catalog = ctx.shard.catalog();
     // (topic index in the request, partition) pairs refused here.
     let mut unknown: Vec<(usize, i32)> = Vec::new();
@@ -31,24 +28,21 @@ pub async fn handle(ctx: &Ctx, mut request: OffsetCommitRequest) -> Outcome {
         });
     }
     let names: Vec<_> = request.topics.iter().map(|t| t.name.clone()).collect();
-    let group_id = request.group_id.0.to_string();
-    let routed = group_route::to_group(ctx, &group_id, RequestKind::OffsetCommit(request)).await;
+    let routed = group_route::to_group(ctx, request).await;
     if unknown.is_empty() {
-        return Outcome::Later(routed);
+        return routed;
     }
+    let Outcome::Later(routed) = routed else { return routed };
     Outcome::Later(Box::pin(async move {
-        let mut response = match routed.await? {
-            ResponseKind::OffsetCommit(r) => r,
-            other => return Some(other),
-        };
+        let mut response = routed.await?;
         merge_unknown(&mut response, &names, unknown);
-        Some(ResponseKind::OffsetCommit(response))
+        Some(response)
     }))
 }
 
 fn merge_unknown(
     response: &mut OffsetCommitResponse,
-    names: &[kafka_protocol::messages::TopicName],
+    names: &[TopicName],
     unknown: Vec<(usize, i32)>,
 ) {
     for (ti, partition) in unknown {
@@ -63,7 +57,7 @@ fn merge_unknown(
         response.topics[idx].partitions.push(
             OffsetCommitResponsePartition::default()
                 .with_partition_index(partition)
-                .with_error_code(UNKNOWN_TOPIC_OR_PARTITION),
+                .with_error_code(ResponseError::UnknownTopicOrPartition.code()),
         );
     }
 }

@@ -1,14 +1,13 @@
 //! OffsetDelete (key 47), classic group protocol: routed to the group's coordinating shard;
 //! the state machine is [`crate::coordinator::GroupCoordinator`].
 
-use kafka_protocol::messages::{OffsetDeleteRequest, RequestKind};
+use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse};
 
 use super::{group_route, Ctx, Outcome, Versions};
 
 pub const VERSIONS: Versions = Versions { min: 0, max: 0 };
 
 /// Sends the request to the group's coordinator; the response may come much later.
-pub async fn handle(ctx: &Ctx, request: OffsetDeleteRequest) -> Outcome {
-    let group_id = request.group_id.0.to_string();
-    Outcome::Later(group_route::to_group(ctx, &group_id, RequestKind::OffsetDelete(request)).await)
+pub async fn handle(ctx: &Ctx, request: OffsetDeleteRequest) -> Outcome<OffsetDeleteResponse> {
+    group_route::to_group(ctx, request).await
 }

@@ -20,7 +20,7 @@ use kafka_protocol::protocol::Encodable;
 
 use super::segments::Segments;
 use super::split::Half;
-use crate::handlers::{self, Ctx, Outcome};
+use crate::handlers::{self, Ctx, Dispatched, Outcome};
 use crate::protocol::frame::{check_frame_length, decode_request};
 use crate::shard::Shard;
 use crate::shutdown::Shutdown;
@@ -38,9 +38,7 @@ const MAX_GROWTH: usize = 1 << 20;
 /// A response slot in the writer's queue, in request order.
 struct Queued {
     correlation_id: i32,
-    api: ApiKey,
-    api_version: i16,
-    outcome: Outcome,
+    dispatched: Dispatched,
 }
 
 /// Serves one connection until the client closes it, it misbehaves, or `stop`
@@ -112,8 +110,8 @@ async fn read_loop(
             client_id: request.client_id.clone(),
             client_host: peer.map(|p| p.ip().to_string()).unwrap_or_default(),
         };
-        let outcome = match handlers::dispatch(ctx, request).await {
-            Ok(o) => o,
+        let dispatched = match handlers::dispatch(&ctx, request).await {
+            Ok(d) => d,
             Err(refusal) => {
                 tracing::warn!(
                     ?peer,
@@ -125,8 +123,7 @@ async fn read_loop(
                 return;
             }
         };
-        let Some(api) = ApiKey::try_from(api_key).ok() else { return };
-        if tx.send(Queued { correlation_id, api, api_version, outcome }).await.is_err() {
+        if tx.send(Queued { correlation_id, dispatched }).await.is_err() {
             return;
         }
     }
@@ -153,17 +150,31 @@ async fn fill(reader: &mut Half, buf: &mut BytesMut, want: usize) -> bool {
 }
 
 async fn write_loop(mut writer: Half, rx: LocalReceiver<Queued>, peer: Option<SocketAddr>) {
-    while let Some(q) = rx.recv().await {
-        let response = match q.outcome {
-            Outcome::Respond(r) => Some(r),
-            Outcome::Later(f) => f.await,
-            Outcome::Silent => None,
+    while let Some(Queued { correlation_id, dispatched }) = rx.recv().await {
+        let Dispatched { api, response_version, outcome } = dispatched;
+        let response = match outcome {
+            Outcome::Ready(r) => r,
+            Outcome::Later(later) => match later.await {
+                Some(r) => r,
+                None => {
+                    // Responses leave in request order: without this one, none of the
+                    // later ones can be sent either.
+                    tracing::warn!(?peer, ?api, "closing connection: response dropped (shutdown)");
+                    return;
+                }
+            },
+            Outcome::Silent => continue,
         };
-        let Some(response) = response else { continue };
-        let frame = match encode(q.correlation_id, q.api, q.api_version, &response) {
+        let frame = match encode(correlation_id, api, response_version, &response) {
             Ok(frame) => frame,
             Err(e) => {
-                tracing::error!(?peer, api = ?q.api, version = q.api_version, error = %e, "closing connection: response encoding failed");
+                tracing::error!(
+                    ?peer,
+                    ?api,
+                    version = response_version,
+                    error = %e,
+                    "closing connection: response encoding failed"
+                );
                 return;
             }
         };
@@ -176,22 +187,15 @@ async fn write_loop(mut writer: Half, rx: LocalReceiver<Queued>, peer: Option<So
     }
 }
 
-/// Encodes one response frame: size, header (v0, or v1 for flexible versions;
-/// ApiVersions always v0), body. Fetch record batches are referenced, not copied.
-fn encode(
+/// Encodes one response frame at `version`: size, header (v0, or v1 for flexible
+/// versions; ApiVersions always v0), body. Fetch record batches are referenced, not
+/// copied.
+pub fn encode(
     correlation_id: i32,
     api: ApiKey,
     version: i16,
     response: &ResponseKind,
 ) -> anyhow::Result<Vec<Bytes>> {
-    // An unsupported ApiVersions version is answered in v0 (KIP-511).
-    let version = if api == ApiKey::ApiVersions
-        && handlers::versions_of(api).is_some_and(|v| version > v.max || version < v.min)
-    {
-        0
-    } else {
-        version
-    };
     let header = ResponseHeader::default().with_correlation_id(correlation_id);
     let header_version = api.response_header_version(version);
     if let ResponseKind::Fetch(fetch) = response {

@@ -1,7 +1,8 @@
 //! The Kafka wire format, without I/O: frame limits, request header decode, topic
-//! name rules and the record batch header view. Nothing here imports glommio, so it
+//! name rules, string conversions and the record batch header view. Nothing here imports glommio, so it
 //! can be unit-tested and fuzzed on its own.
 
 pub mod batch;
 pub mod frame;
+pub mod strings;
 pub mod topic_name;

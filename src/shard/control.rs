@@ -1,4 +1,4 @@
-//! The control plane, run on shard 0 only: the authoritative topic catalog and the
+//! The control plane, run on the control shard (0) only: the authoritative topic catalog and the
 //! producer-id allocator. Changes are serialized by a semaphore, persisted, then
 //! broadcast to every shard; the caller's reply waits until all shards applied them.
 
@@ -10,8 +10,9 @@ use std::sync::Arc;
 
 use glommio::sync::Semaphore;
 
-use super::messages::{NewTopic, ShardRequest};
+use super::messages::{CatalogChanged, NewTopic};
 use super::state::Shard;
+use crate::error::{KafkaResult, ResponseError};
 use crate::metadata::{Catalog, CatalogError, TopicMeta};
 
 /// Producer ids are reserved on disk in blocks of this many, so a restart never
@@ -50,8 +51,8 @@ impl Control {
     }
 
     /// A producer id never handed out before, by this or an earlier run.
-    /// Errors with KAFKA_STORAGE_ERROR (56) when the reservation cannot be saved.
-    pub fn allocate_producer_id(&self) -> Result<i64, i16> {
+    /// Errors with KAFKA_STORAGE_ERROR when the reservation cannot be saved.
+    pub fn allocate_producer_id(&self) -> KafkaResult<i64> {
         let id = self.next_producer_id.get();
         if id >= self.reserved_until.get() {
             let until = id + PRODUCER_ID_BLOCK;
@@ -65,7 +66,7 @@ impl Control {
             };
             if let Err(e) = write() {
                 tracing::error!(error = %e, "saving the producer id reservation failed");
-                return Err(56);
+                return Err(ResponseError::KafkaStorageError);
             }
             self.reserved_until.set(until);
         }
@@ -157,9 +158,7 @@ impl Control {
         let mut waits = Vec::new();
         for to in (0..shard.nr_shards).filter(|s| *s != shard.id) {
             let (tx, rx) = futures_channel::oneshot::channel();
-            shard
-                .send(to, ShardRequest::CatalogChanged { catalog: shared.clone(), reply: tx })
-                .await;
+            shard.send_catalog(to, CatalogChanged { catalog: shared.clone(), reply: tx }).await;
             waits.push(rx);
         }
         shard.apply_catalog(next).await;

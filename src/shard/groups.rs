@@ -28,6 +28,7 @@ use kafka_protocol::records::{
     Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 
+use crate::clock::now_ms;
 use crate::config::{Config, FlushPolicy};
 use crate::coordinator::{CoordinatorConfig, GroupCoordinator, GroupRecord, Output, RequestToken};
 use crate::log::{AppendError, LogConfig, PartitionLog};
@@ -77,10 +78,6 @@ pub struct GroupHost {
     /// Parked and in-flight requests waiting for their `Respond`.
     waiting: RefCell<HashMap<RequestToken, oneshot::Sender<ResponseKind>>>,
     next_token: Cell<RequestToken>,
-}
-
-fn now_ms() -> i64 {
-    crate::handlers::now_ms()
 }
 
 impl GroupHost {

@@ -1,16 +1,28 @@
 //! The typed messages shards send each other over glommio's channel mesh. Each
 //! request carries a oneshot sender for its reply; no closures ever cross cores.
+//!
+//! Three kinds, each with its own routing (see [`ShardMessage`]):
+//! - [`DataRequest`]: to a partition's owner or a group's coordinating shard;
+//! - [`ControlRequest`]: to the control shard ([`CONTROL_SHARD`]) only;
+//! - [`CatalogChanged`]: from the control shard to every other shard.
+//!
+//! Error replies are [`ResponseError`]s, never raw codes.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_channel::oneshot;
-use kafka_protocol::messages::TopicName;
+use kafka_protocol::messages::{ResponseKind, TopicName};
 
+use super::groups::GroupCall;
+use crate::error::{KafkaResult, ResponseError};
 use crate::metadata::{Catalog, CatalogError, TopicMeta};
 
 /// Index of a shard (0..nr_shards), equal to its position in the channel mesh.
 pub type ShardId = usize;
+
+/// The shard that owns the authoritative catalog and the producer-id allocator.
+pub const CONTROL_SHARD: ShardId = 0;
 
 /// Where a reply goes: back to the requesting shard's waiting task.
 pub type Reply<T> = oneshot::Sender<T>;
@@ -22,30 +34,53 @@ pub struct Appended {
     pub base_offset: i64,
     /// Broker time written into the batch under LogAppendTime, else -1 (ms).
     pub log_append_time: i64,
+    /// The partition's log start offset after the append (inclusive).
     pub log_start_offset: i64,
 }
 
 /// What one partition read returned on its owning shard.
 #[derive(Debug, Clone, Default)]
 pub struct PartitionRead {
-    /// Kafka error code: 0, OFFSET_OUT_OF_RANGE (1), UNKNOWN_TOPIC_OR_PARTITION (3),
-    /// NOT_LEADER_OR_FOLLOWER (6) or KAFKA_STORAGE_ERROR (56).
-    pub error: i16,
-    /// Exclusive: the next offset to be written.
+    /// `None`, or OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION,
+    /// NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR, UNKNOWN_SERVER_ERROR.
+    pub error: Option<ResponseError>,
+    /// Exclusive: the next offset to be written; -1 when unknown.
     pub high_watermark: i64,
+    /// Inclusive: the first offset still in the log; -1 when unknown.
     pub log_start_offset: i64,
     /// Whole record batches, verbatim from the log (maybe empty).
     pub records: Bytes,
 }
 
+impl PartitionRead {
+    /// A read that failed before reaching a log.
+    pub fn failed(error: ResponseError) -> PartitionRead {
+        PartitionRead {
+            error: Some(error),
+            high_watermark: -1,
+            log_start_offset: -1,
+            ..Default::default()
+        }
+    }
+}
+
 /// A ListOffsets answer for one partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ListedOffset {
-    pub error: i16,
+    /// `None`, or UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER,
+    /// KAFKA_STORAGE_ERROR.
+    pub error: Option<ResponseError>,
     /// -1 when none matched.
     pub offset: i64,
-    /// -1 unless looked up by timestamp.
+    /// -1 unless looked up by timestamp (ms).
     pub timestamp: i64,
+}
+
+impl ListedOffset {
+    /// An answer with no offset: `error`, or none matched (`None`).
+    pub fn none(error: Option<ResponseError>) -> ListedOffset {
+        ListedOffset { error, offset: -1, timestamp: -1 }
+    }
 }
 
 /// A topic to create, as CreateTopics asked for it (already resolved to a count).
@@ -56,18 +91,19 @@ pub struct NewTopic {
     pub configs: std::collections::BTreeMap<String, String>,
 }
 
-/// Every message that crosses cores.
+/// Data plane: to a partition's owning shard, or to a group's coordinating shard.
 #[derive(Debug)]
-pub enum ShardRequest {
-    /// Data plane, to a partition's owner: append one record batch.
+pub enum DataRequest {
+    /// Append one record batch (its base offset is assigned on arrival).
     Append {
         topic: TopicName,
         partition: i32,
         batch: Bytes,
+        /// Broker time of the Produce request (ms), for LogAppendTime.
         now_ms: i64,
-        reply: Reply<Result<Appended, i16>>,
+        reply: Reply<KafkaResult<Appended>>,
     },
-    /// Data plane, to a partition's owner: read whole batches from `offset`.
+    /// Read whole batches from `offset` (inclusive), about `max_bytes` bytes.
     Read {
         topic: TopicName,
         partition: i32,
@@ -75,35 +111,52 @@ pub enum ShardRequest {
         max_bytes: usize,
         reply: Reply<PartitionRead>,
     },
-    /// Data plane, to an owner: resolve once any listed partition's high watermark
-    /// passes its offset, or after `timeout_ms`.
+    /// Resolve once any listed partition's high watermark passes its offset, or after
+    /// `timeout_ms`.
     WaitForData { partitions: Vec<(TopicName, i32, i64)>, timeout_ms: u64, reply: Reply<()> },
-    /// Data plane, to a partition's owner: ListOffsets for one timestamp spec
-    /// (-1 latest, -2 earliest, -3 max timestamp, else a timestamp in ms).
+    /// ListOffsets for one timestamp spec (-1 latest, -2 earliest, -3 max timestamp,
+    /// -4 earliest local, else a timestamp in ms).
     ListOffset { topic: TopicName, partition: i32, timestamp: i64, reply: Reply<ListedOffset> },
-    /// To a group's coordinating shard: one group request (or the part of a
-    /// multi-group request for the groups that shard coordinates).
-    Group {
-        call: Box<super::groups::GroupCall>,
-        reply: Reply<kafka_protocol::messages::ResponseKind>,
-    },
-    /// Control plane, to shard 0: create topics (or only validate them).
+    /// One group request (or the part of a multi-group request for the groups that
+    /// shard coordinates).
+    Group { call: Box<GroupCall>, reply: Reply<ResponseKind> },
+}
+
+/// Control plane: only ever sent to [`CONTROL_SHARD`] (see `Shard::ask_control`).
+#[derive(Debug)]
+pub enum ControlRequest {
+    /// Create topics (or only validate them).
     CreateTopics {
         topics: Vec<NewTopic>,
         validate_only: bool,
         reply: Reply<Vec<Result<TopicMeta, CatalogError>>>,
     },
-    /// Control plane, to shard 0: delete topics by name.
+    /// Delete topics by name.
     DeleteTopics { names: Vec<String>, reply: Reply<Vec<Result<TopicMeta, CatalogError>>> },
-    /// Control plane, to shard 0: grow topics to a new partition count.
+    /// Grow topics to a new partition count.
     CreatePartitions {
         topics: Vec<(String, i32)>,
         validate_only: bool,
         reply: Reply<Vec<Result<(), CatalogError>>>,
     },
-    /// Control plane, to shard 0: a fresh producer id (InitProducerId).
-    AllocateProducerId { reply: Reply<Result<i64, i16>> },
-    /// From shard 0 to every other shard: the new catalog; the reply comes after the
-    /// shard opened (or deleted) the logs it owns.
-    CatalogChanged { catalog: Arc<Catalog>, reply: Reply<()> },
+    /// A fresh producer id (InitProducerId); KAFKA_STORAGE_ERROR when the id block
+    /// cannot be reserved on disk.
+    AllocateProducerId { reply: Reply<KafkaResult<i64>> },
+}
+
+/// From the control shard to every other shard: the new catalog; the reply comes
+/// after the shard opened (or deleted) the logs it owns.
+#[derive(Debug)]
+pub struct CatalogChanged {
+    pub catalog: Arc<Catalog>,
+    pub reply: Reply<()>,
+}
+
+/// Everything that crosses cores. Built only by `Shard`'s typed senders, so a
+/// control request can only reach the control shard.
+#[derive(Debug)]
+pub enum ShardMessage {
+    Data(DataRequest),
+    Control(ControlRequest),
+    Catalog(CatalogChanged),
 }

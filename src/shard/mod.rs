@@ -1,9 +1,11 @@
 //! Shards: one per core, each owning a distinct set of partition logs.
 //!
-//! - [`messages`]: the typed [`ShardRequest`] enum, the only thing that crosses cores.
+//! - [`messages`]: the typed [`ShardMessage`]s (data, control, catalog), the only
+//!   things that cross cores.
 //! - [`state`]: [`Shard`], the per-core state (catalog copy, logs, mesh senders).
 //! - [`serve`]: the loop that executes requests arriving from other shards.
-//! - [`control`]: catalog changes and producer-id allocation, run on shard 0 only.
+//! - [`control`]: catalog changes and producer-id allocation, run on the control
+//!   shard ([`CONTROL_SHARD`]) only.
 //! - [`groups`]: the group coordinator runtime of each shard and its internal logs.
 
 pub mod control;
@@ -12,5 +14,5 @@ pub mod messages;
 pub mod serve;
 pub mod state;
 
-pub use messages::{ShardId, ShardRequest};
+pub use messages::{ControlRequest, DataRequest, ShardId, ShardMessage, CONTROL_SHARD};
 pub use state::Shard;

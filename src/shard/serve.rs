@@ -12,26 +12,24 @@ use std::time::Duration;
 use futures_lite::{future, StreamExt};
 use glommio::channels::channel_mesh::Receivers;
 
-use super::messages::{Appended, ListedOffset, PartitionRead, ShardRequest};
+use super::messages::{
+    Appended, CatalogChanged, ControlRequest, DataRequest, ListedOffset, PartitionRead,
+    ShardMessage,
+};
 use super::state::Shard;
+use crate::error::ResponseError;
 use crate::log::{AppendError, ReadError};
 
-/// Kafka error codes used by the data plane here.
-const OFFSET_OUT_OF_RANGE: i16 = 1;
-const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
-const NOT_LEADER_OR_FOLLOWER: i16 = 6;
-const KAFKA_STORAGE_ERROR: i16 = 56;
-
-/// Receives requests from every other shard until the mesh closes; each request is
+/// Receives messages from every other shard until the mesh closes; each one is
 /// started in order, then completes in its own task.
-pub async fn serve_mesh(shard: Rc<Shard>, mut receivers: Receivers<ShardRequest>) {
+pub async fn serve_mesh(shard: Rc<Shard>, mut receivers: Receivers<ShardMessage>) {
     let streams = receivers.streams();
     let mut tasks = Vec::new();
     for (peer, mut stream) in streams {
         let shard = shard.clone();
         tasks.push(glommio::spawn_local(async move {
-            while let Some(request) = stream.next().await {
-                execute(&shard, request).await;
+            while let Some(message) = stream.next().await {
+                execute(&shard, message).await;
             }
             tracing::debug!(peer, "mesh stream from peer closed");
         }));
@@ -41,11 +39,25 @@ pub async fn serve_mesh(shard: Rc<Shard>, mut receivers: Receivers<ShardRequest>
     }
 }
 
-/// Starts one request: its order-sensitive part runs before this returns, the rest
+/// Starts one message: its order-sensitive part runs before this returns, the rest
 /// (waiting for the write, long polls, control-plane work) in a spawned task.
-pub async fn execute(shard: &Rc<Shard>, request: ShardRequest) {
+pub async fn execute(shard: &Rc<Shard>, message: ShardMessage) {
+    match message {
+        ShardMessage::Data(request) => execute_data(shard, request).await,
+        ShardMessage::Control(request) => execute_control(shard, request),
+        ShardMessage::Catalog(CatalogChanged { catalog, reply }) => {
+            let shard = shard.clone();
+            spawn_detached(async move {
+                shard.apply_catalog((*catalog).clone()).await;
+                let _ = reply.send(());
+            });
+        }
+    }
+}
+
+async fn execute_data(shard: &Rc<Shard>, request: DataRequest) {
     match request {
-        ShardRequest::Append { topic, partition, batch, now_ms, reply } => {
+        DataRequest::Append { topic, partition, batch, now_ms, reply } => {
             let Some(owned) = shard.log(&topic, partition) else {
                 let _ = reply.send(Err(not_here(shard, &topic)));
                 return;
@@ -59,7 +71,7 @@ pub async fn execute(shard: &Rc<Shard>, request: ShardRequest) {
                     log_append_time: i.log_append_time,
                     log_start_offset: i.log_start_offset,
                 })
-                .map_err(|e| crate::error::ResponseError::from(&e).code())
+                .map_err(|e| ResponseError::from(&e))
             };
             match future::poll_once(&mut append).await {
                 Some(r) => {
@@ -70,13 +82,13 @@ pub async fn execute(shard: &Rc<Shard>, request: ShardRequest) {
                 }),
             }
         }
-        ShardRequest::Read { topic, partition, offset, max_bytes, reply } => {
+        DataRequest::Read { topic, partition, offset, max_bytes, reply } => {
             let shard = shard.clone();
             spawn_detached(async move {
                 let _ = reply.send(read(&shard, &topic, partition, offset, max_bytes).await);
             });
         }
-        ShardRequest::WaitForData { partitions, timeout_ms, reply } => {
+        DataRequest::WaitForData { partitions, timeout_ms, reply } => {
             let waits: Vec<Pin<Box<dyn Future<Output = ()>>>> = partitions
                 .iter()
                 .filter_map(|(t, p, offset)| {
@@ -100,53 +112,44 @@ pub async fn execute(shard: &Rc<Shard>, request: ShardRequest) {
                 let _ = reply.send(());
             });
         }
-        ShardRequest::ListOffset { topic, partition, timestamp, reply } => {
+        DataRequest::ListOffset { topic, partition, timestamp, reply } => {
             let shard = shard.clone();
             spawn_detached(async move {
                 let _ = reply.send(list_offset(&shard, &topic, partition, timestamp).await);
             });
         }
-        ShardRequest::CreateTopics { topics, validate_only, reply } => {
-            let shard = shard.clone();
-            spawn_detached(async move {
-                if let Some(control) = &shard.control {
-                    let _ = reply.send(control.create_topics(&shard, topics, validate_only).await);
-                }
-            });
+        DataRequest::Group { call, reply } => {
+            shard.groups.submit(*call, reply).await;
         }
-        ShardRequest::DeleteTopics { names, reply } => {
-            let shard = shard.clone();
-            spawn_detached(async move {
-                if let Some(control) = &shard.control {
-                    let _ = reply.send(control.delete_topics(&shard, names).await);
-                }
-            });
-        }
-        ShardRequest::CreatePartitions { topics, validate_only, reply } => {
-            let shard = shard.clone();
-            spawn_detached(async move {
-                if let Some(control) = &shard.control {
-                    let _ =
-                        reply.send(control.create_partitions(&shard, topics, validate_only).await);
-                }
-            });
-        }
-        ShardRequest::AllocateProducerId { reply } => {
-            if let Some(control) = &shard.control {
+    }
+}
+
+/// Runs a control request on the control shard. Only `Shard::ask_control` builds
+/// one, addressed to the control shard; should one arrive elsewhere it is refused
+/// loudly (its reply channel is dropped, so the asker answers with an error).
+fn execute_control(shard: &Rc<Shard>, request: ControlRequest) {
+    if shard.control.is_none() {
+        tracing::error!(shard = shard.id, ?request, "control request on a non-control shard");
+        return;
+    }
+    let shard = shard.clone();
+    spawn_detached(async move {
+        let Some(control) = &shard.control else { return };
+        match request {
+            ControlRequest::CreateTopics { topics, validate_only, reply } => {
+                let _ = reply.send(control.create_topics(&shard, topics, validate_only).await);
+            }
+            ControlRequest::DeleteTopics { names, reply } => {
+                let _ = reply.send(control.delete_topics(&shard, names).await);
+            }
+            ControlRequest::CreatePartitions { topics, validate_only, reply } => {
+                let _ = reply.send(control.create_partitions(&shard, topics, validate_only).await);
+            }
+            ControlRequest::AllocateProducerId { reply } => {
                 let _ = reply.send(control.allocate_producer_id());
             }
         }
-        ShardRequest::Group { call, reply } => {
-            shard.groups.submit(*call, reply).await;
-        }
-        ShardRequest::CatalogChanged { catalog, reply } => {
-            let shard = shard.clone();
-            spawn_detached(async move {
-                shard.apply_catalog((*catalog).clone()).await;
-                let _ = reply.send(());
-            });
-        }
-    }
+    });
 }
 
 fn spawn_detached(f: impl Future<Output = ()> + 'static) {
@@ -155,11 +158,11 @@ fn spawn_detached(f: impl Future<Output = ()> + 'static) {
 
 /// UNKNOWN_TOPIC_OR_PARTITION when the catalog lacks the partition, else
 /// NOT_LEADER_OR_FOLLOWER (its log is not open here yet: clients retry).
-fn not_here(shard: &Shard, topic: &str) -> i16 {
+fn not_here(shard: &Shard, topic: &str) -> ResponseError {
     if shard.catalog().topic(topic).is_some() {
-        NOT_LEADER_OR_FOLLOWER
+        ResponseError::NotLeaderOrFollower
     } else {
-        UNKNOWN_TOPIC_OR_PARTITION
+        ResponseError::UnknownTopicOrPartition
     }
 }
 
@@ -171,20 +174,16 @@ async fn read(
     max_bytes: usize,
 ) -> PartitionRead {
     let Some(owned) = shard.log(topic, partition) else {
-        return PartitionRead {
-            error: not_here(shard, topic),
-            high_watermark: -1,
-            log_start_offset: -1,
-            ..Default::default()
-        };
+        return PartitionRead::failed(not_here(shard, topic));
     };
     let log = &owned.log;
     let (error, records) = match log.read(offset, max_bytes).await {
-        Ok(records) => (0, records),
-        Err(ReadError::OffsetOutOfRange) => (OFFSET_OUT_OF_RANGE, bytes::Bytes::new()),
-        Err(ReadError::Io(e)) => {
-            tracing::error!(%topic, partition, error = %e, "read failed");
-            (KAFKA_STORAGE_ERROR, bytes::Bytes::new())
+        Ok(records) => (None, records),
+        Err(e) => {
+            if let ReadError::Io(io) = &e {
+                tracing::error!(%topic, partition, error = %io, "read failed");
+            }
+            (Some(ResponseError::from(&e)), bytes::Bytes::new())
         }
     };
     PartitionRead {
@@ -202,27 +201,27 @@ async fn list_offset(
     timestamp: i64,
 ) -> ListedOffset {
     let Some(owned) = shard.log(topic, partition) else {
-        return ListedOffset { error: not_here(shard, topic), offset: -1, timestamp: -1 };
+        return ListedOffset::none(Some(not_here(shard, topic)));
     };
     let log = &owned.log;
+    let at = |offset: i64| ListedOffset { error: None, offset, timestamp: -1 };
     let found = |o: Option<(i64, i64)>| match o {
-        Some((offset, ts)) => ListedOffset { error: 0, offset, timestamp: ts },
-        None => ListedOffset { error: 0, offset: -1, timestamp: -1 },
+        Some((offset, ts)) => ListedOffset { error: None, offset, timestamp: ts },
+        None => ListedOffset::none(None),
     };
     match timestamp {
-        -1 => ListedOffset { error: 0, offset: log.high_watermark(), timestamp: -1 },
-        -2 => ListedOffset { error: 0, offset: log.log_start_offset(), timestamp: -1 },
+        -1 => at(log.high_watermark()),
+        // -4 (earliest local, KIP-1005) equals -2 without tiered storage.
+        -2 | -4 => at(log.log_start_offset()),
         -3 => found(log.max_timestamp()),
         ts if ts >= 0 => match log.offset_for_timestamp(ts).await {
             Ok(o) => found(o),
             Err(e) => {
                 tracing::error!(%topic, partition, error = %e, "timestamp lookup failed");
-                ListedOffset { error: KAFKA_STORAGE_ERROR, offset: -1, timestamp: -1 }
+                ListedOffset::none(Some(ResponseError::KafkaStorageError))
             }
         },
-        // -4 (earliest local, KIP-1005) equals -2 without tiered storage; -5 (latest
-        // tiered) has no answer there, as in Kafka.
-        -4 => ListedOffset { error: 0, offset: log.log_start_offset(), timestamp: -1 },
-        _ => ListedOffset { error: 0, offset: -1, timestamp: -1 },
+        // -5 (latest tiered) has no answer without tiered storage, as in Kafka.
+        _ => ListedOffset::none(None),
     }
 }

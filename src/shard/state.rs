@@ -1,6 +1,6 @@
 //! [`Shard`]: everything one core owns.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -8,12 +8,13 @@ use std::sync::Arc;
 
 use futures_channel::oneshot;
 use glommio::channels::channel_mesh::Senders;
-use kafka_protocol::messages::TopicName;
 use uuid::Uuid;
 
 use super::control::Control;
 use super::groups::GroupHost;
-use super::messages::{ShardId, ShardRequest};
+use super::messages::{
+    CatalogChanged, ControlRequest, DataRequest, Reply, ShardId, ShardMessage, CONTROL_SHARD,
+};
 use crate::config::Config;
 use crate::log::{LogConfig, PartitionLog};
 use crate::metadata::Catalog;
@@ -24,8 +25,6 @@ pub struct OwnedLog {
     /// Topic id at the time the log was opened; a recreated topic gets a new log.
     pub topic_id: Uuid,
     pub log: Rc<PartitionLog>,
-    /// Resolved topic configs the produce path checks (max.message.bytes).
-    pub config: EffectiveTopicConfig,
 }
 
 /// The state of one shard. Lives on exactly one core (its glommio executor) and is
@@ -39,13 +38,11 @@ pub struct Shard {
     catalog: RefCell<Rc<Catalog>>,
     /// The partition logs this shard owns, by (topic, partition).
     logs: RefCell<HashMap<(String, i32), Rc<OwnedLog>>>,
-    senders: Senders<ShardRequest>,
+    senders: Senders<ShardMessage>,
     /// The group coordinator for the groups this shard coordinates.
     pub groups: Rc<GroupHost>,
-    /// Catalog writer and producer-id allocator; `Some` on shard 0 only.
+    /// Catalog writer and producer-id allocator; `Some` on [`CONTROL_SHARD`] only.
     pub control: Option<Control>,
-    /// Set once SIGINT/SIGTERM arrived: no new connections are accepted.
-    pub stopping: Cell<bool>,
 }
 
 impl Shard {
@@ -54,11 +51,15 @@ impl Shard {
         id: ShardId,
         nr_shards: usize,
         config: Arc<Config>,
-        senders: Senders<ShardRequest>,
+        senders: Senders<ShardMessage>,
     ) -> std::io::Result<Rc<Shard>> {
         let mut catalog = Catalog::load(&config.data_dir)?;
         catalog.fit_to_shards(nr_shards);
-        let control = if id == 0 { Some(Control::load(&config.data_dir, &catalog)?) } else { None };
+        let control = if id == CONTROL_SHARD {
+            Some(Control::load(&config.data_dir, &catalog)?)
+        } else {
+            None
+        };
         let groups = Rc::new(GroupHost::open(&config, id, nr_shards).await?);
         let shard = Rc::new(Shard {
             id,
@@ -69,7 +70,6 @@ impl Shard {
             senders,
             groups,
             control,
-            stopping: Cell::new(false),
         });
         shard.apply_catalog(catalog).await;
         Ok(shard)
@@ -90,29 +90,41 @@ impl Shard {
         self.config.data_dir.join(format!("{topic}-{partition}"))
     }
 
-    /// Sends `request` to shard `to`. Requests for this shard itself are executed
-    /// directly. Offsets of appends are assigned before this returns, so appends
-    /// issued in order by one task are written in that order.
-    pub async fn send(self: &Rc<Self>, to: ShardId, request: ShardRequest) {
-        if to == self.id {
-            super::serve::execute(self, request).await;
-        } else if let Err(request) = self.senders.send_to(to, request).await {
-            // The mesh only closes at shutdown; the dropped reply sender tells the
-            // waiting task (it sees a cancelled reply and answers with an error).
-            tracing::debug!(to, ?request, "mesh send failed during shutdown");
-        }
+    /// Sends a data-plane request to shard `to` (a partition's owner or a group's
+    /// coordinator). A request for this shard itself is executed directly. Offsets of
+    /// appends are assigned before this returns, so appends issued in order by one
+    /// task are written in that order. Awaits only room in the mesh channel, never
+    /// the other shard's work: the reply comes on the request's own channel.
+    pub async fn send(self: &Rc<Self>, to: ShardId, request: DataRequest) {
+        self.deliver(to, ShardMessage::Data(request)).await;
     }
 
-    /// Sends a request built around a fresh reply channel and waits for the answer;
-    /// `None` when the other shard dropped it (shutdown).
-    pub async fn ask<T>(
+    /// Sends a control-plane request (built around a fresh reply channel) to the
+    /// control shard and returns the wait for its answer, which yields `Err` when the
+    /// control shard dropped it (shutdown).
+    pub async fn ask_control<T>(
         self: &Rc<Self>,
-        to: ShardId,
-        build: impl FnOnce(oneshot::Sender<T>) -> ShardRequest,
-    ) -> Option<T> {
+        build: impl FnOnce(Reply<T>) -> ControlRequest,
+    ) -> oneshot::Receiver<T> {
         let (tx, rx) = oneshot::channel();
-        self.send(to, build(tx)).await;
-        rx.await.ok()
+        self.deliver(CONTROL_SHARD, ShardMessage::Control(build(tx))).await;
+        rx
+    }
+
+    /// Tells shard `to` about a new catalog (control shard only, see
+    /// [`Control`]).
+    pub(super) async fn send_catalog(self: &Rc<Self>, to: ShardId, change: CatalogChanged) {
+        self.deliver(to, ShardMessage::Catalog(change)).await;
+    }
+
+    async fn deliver(self: &Rc<Self>, to: ShardId, message: ShardMessage) {
+        if to == self.id {
+            super::serve::execute(self, message).await;
+        } else if let Err(message) = self.senders.send_to(to, message).await {
+            // The mesh only closes at shutdown; the dropped reply sender tells the
+            // waiting task (it sees a cancelled reply and answers with an error).
+            tracing::debug!(to, ?message, "mesh send failed during shutdown");
+        }
     }
 
     /// Replaces this shard's catalog copy (if newer) and opens or deletes the logs
@@ -156,7 +168,7 @@ impl Shard {
                 let dir = self.partition_dir(&t.name, p as i32);
                 match PartitionLog::open(dir, self.log_config(&topic_config)).await {
                     Ok(log) => {
-                        let owned = OwnedLog { topic_id: t.id, log, config: topic_config.clone() };
+                        let owned = OwnedLog { topic_id: t.id, log };
                         self.logs.borrow_mut().insert(key, Rc::new(owned));
                     }
                     Err(e) => {
@@ -194,10 +206,5 @@ impl Shard {
     /// Closes this shard's side of the mesh (shutdown).
     pub fn close_mesh(&self) {
         self.senders.close();
-    }
-
-    /// Topic name as the cheap, `Send` form used in shard messages.
-    pub fn topic_name(name: &str) -> TopicName {
-        TopicName(kafka_protocol::protocol::StrBytes::from_string(name.to_string()))
     }
 }

@@ -1,0 +1,163 @@
+//! The API table against a real one-shard broker state: every advertised version of
+//! every advertised API is dispatched (not refused), answered, and its response
+//! encodes; what is not advertised is refused.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use clap::Parser;
+use glommio::channels::channel_mesh::MeshBuilder;
+use glommio::LocalExecutorBuilder;
+use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseKind};
+use kafka_protocol::protocol::{Encodable, StrBytes};
+
+use super::{default_request, dispatch, response_api, Ctx, Outcome, Refusal, REGISTRY};
+use crate::config::Config;
+use crate::protocol::frame::{decode_request, Request};
+use crate::shard::{Shard, ShardMessage};
+
+/// Encodes `body` as a whole request frame (without the length prefix) and decodes
+/// its header the way a connection does.
+fn frame(api: ApiKey, version: i16, correlation_id: i32, body: &RequestKind) -> Request {
+    let mut buf = BytesMut::new();
+    let header_version =
+        if api.valid_versions().max >= version { api.request_header_version(version) } else { 1 };
+    RequestHeader::default()
+        .with_request_api_key(api as i16)
+        .with_request_api_version(version)
+        .with_correlation_id(correlation_id)
+        .with_client_id(Some(StrBytes::from_static_str("table-test")))
+        .encode(&mut buf, header_version)
+        .expect("header encodes");
+    body.encode(&mut buf, version).expect("body encodes");
+    decode_request(buf.freeze()).expect("header decodes")
+}
+
+/// Runs `test` on a glommio executor with a fresh one-shard broker state.
+fn with_shard<F, Fut>(test: F)
+where
+    F: FnOnce(std::rc::Rc<Shard>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()>,
+{
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data_dir = dir.path().to_str().expect("utf-8 path").to_string();
+    LocalExecutorBuilder::default()
+        .spawn(move || async move {
+            let config = Arc::new(Config::parse_from(["shardlog", "--data-dir", &data_dir]));
+            let mesh = MeshBuilder::<ShardMessage, _>::full(1, 16);
+            let (senders, _receivers) = mesh.join().await.expect("mesh");
+            let shard = Shard::start(0, 1, config, senders).await.expect("shard starts");
+            test(shard.clone()).await;
+            shard.close_logs().await;
+        })
+        .expect("executor")
+        .join()
+        .expect("test body");
+}
+
+fn ctx(shard: &std::rc::Rc<Shard>, version: i16) -> Ctx {
+    Ctx {
+        shard: shard.clone(),
+        api_version: version,
+        client_id: "table-test".into(),
+        client_host: "127.0.0.1".into(),
+    }
+}
+
+#[test]
+fn every_advertised_version_of_every_api_is_served() {
+    with_shard(|shard| async move {
+        let mut served = 0;
+        for &(api, versions) in REGISTRY {
+            for version in versions.min..=versions.max {
+                let body = default_request(api).expect("every registered API has a request");
+                let request = frame(api, version, 7, &body);
+                let dispatched = match dispatch(&ctx(&shard, version), request).await {
+                    Ok(d) => d,
+                    Err(refusal) => panic!("{api:?} v{version} refused: {refusal:?}"),
+                };
+                assert_eq!(dispatched.api, api);
+                assert_eq!(dispatched.response_version, version);
+                let response = match dispatched.outcome {
+                    Outcome::Ready(r) => r,
+                    Outcome::Later(later) => glommio::timer::timeout(
+                        Duration::from_secs(10),
+                        async move { Ok(later.await) },
+                    )
+                    .await
+                    .unwrap_or_else(|_| panic!("{api:?} v{version}: no answer in 10 s"))
+                    .unwrap_or_else(|| panic!("{api:?} v{version}: response dropped")),
+                    Outcome::Silent => {
+                        // Only a Produce with acks=0 (the default request) is silent.
+                        assert_eq!(api, ApiKey::Produce, "{api:?} v{version} gave no response");
+                        served += 1;
+                        continue;
+                    }
+                };
+                assert_eq!(response_api(&response), Some(api), "{api:?} v{version}");
+                crate::net::connection::encode(7, api, version, &response)
+                    .unwrap_or_else(|e| panic!("{api:?} v{version} does not encode: {e}"));
+                served += 1;
+            }
+        }
+        let expected: i32 = REGISTRY.iter().map(|(_, v)| (v.max - v.min + 1) as i32).sum();
+        assert_eq!(served, expected);
+    });
+}
+
+#[test]
+fn versions_outside_the_table_are_refused_except_api_versions() {
+    with_shard(|shard| async move {
+        let mut request =
+            frame(ApiKey::Metadata, 13, 1, &default_request(ApiKey::Metadata).unwrap());
+        request.api_version = 14;
+        match dispatch(&ctx(&shard, 14), request).await {
+            Err(Refusal::UnsupportedVersion { api: ApiKey::Metadata, version: 14 }) => {}
+            Err(other) => panic!("unexpected refusal {other:?}"),
+            Ok(_) => panic!("Metadata v14 was served"),
+        }
+
+        // KIP-511: ApiVersions v5 (unknown here) is answered in v0 with error 35.
+        let mut request =
+            frame(ApiKey::ApiVersions, 4, 2, &default_request(ApiKey::ApiVersions).unwrap());
+        request.api_version = 5;
+        let Ok(dispatched) = dispatch(&ctx(&shard, 5), request).await else {
+            panic!("ApiVersions v5 refused");
+        };
+        assert_eq!(dispatched.response_version, 0);
+        let Outcome::Ready(ResponseKind::ApiVersions(r)) = dispatched.outcome else {
+            panic!("no ApiVersions answer");
+        };
+        assert_eq!(r.error_code, 35);
+        assert_eq!(r.api_keys.len(), REGISTRY.len());
+
+        let mut request =
+            frame(ApiKey::Metadata, 12, 3, &default_request(ApiKey::Metadata).unwrap());
+        request.api = None;
+        request.api_key = 9999;
+        assert!(matches!(
+            dispatch(&ctx(&shard, 12), request).await,
+            Err(Refusal::UnknownApiKey(9999))
+        ));
+    });
+}
+
+#[test]
+fn describe_cluster_refuses_the_controller_endpoint_type_like_kafka() {
+    use kafka_protocol::messages::DescribeClusterRequest;
+    with_shard(|shard| async move {
+        for (endpoint_type, code) in [(1i8, 0i16), (2, 114), (3, 115)] {
+            let body = RequestKind::DescribeCluster(
+                DescribeClusterRequest::default().with_endpoint_type(endpoint_type),
+            );
+            let request = frame(ApiKey::DescribeCluster, 1, 4, &body);
+            let Ok(d) = dispatch(&ctx(&shard, 1), request).await else { panic!("refused") };
+            let Outcome::Ready(ResponseKind::DescribeCluster(r)) = d.outcome else {
+                panic!("no DescribeCluster answer");
+            };
+            assert_eq!(r.error_code, code, "endpoint type {endpoint_type}");
+            assert_eq!(r.brokers.len(), if code == 0 { 1 } else { 0 });
+        }
+    });
+}
