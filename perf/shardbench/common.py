@@ -1,0 +1,135 @@
+"""Shared by every module of the harness: repository paths (perf/cache, the Kafka jars,
+rdkafka_performance, the run dir), constants, terminal output (say, Ticker), BenchError,
+and the Result record one client step produces, with its latency percentiles.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+CACHE = ROOT / "perf" / "cache"
+LIBS = CACHE / "kafka-libs"
+RDPERF = CACHE / "bin" / "rdkafka_performance"
+RUN = CACHE / "run"
+KAFKA_DIR = ROOT / "perf" / "kafka"
+
+JVM_PERF_OPTS = [
+    "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent", "-XX:MaxInlineLevel=15", "-Djava.awt.headless=true",
+]
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+MIB = 1 << 20
+T0 = time.monotonic()
+
+
+# ---------------------------------------------------------------- terminal output
+
+def hms(s: float) -> str:
+    s = int(s)
+    return f"{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def say(msg: str) -> None:
+    print(f"[bench {hms(time.monotonic() - T0)}] {msg}", flush=True)
+
+
+class Ticker:
+    """Shows `label ... elapsed` while a step runs (in place on a tty, else every 15 s)."""
+
+    def __init__(self, label: str):
+        self.label = label
+        self.stop = threading.Event()
+        self.start = time.monotonic()
+        self.tty = sys.stdout.isatty()
+        self.t = threading.Thread(target=self.run, daemon=True)
+
+    def __enter__(self):
+        say(f"{self.label} ...")
+        self.t.start()
+        return self
+
+    def run(self):
+        period = 1.0 if self.tty else 15.0
+        while not self.stop.wait(period):
+            el = time.monotonic() - self.start
+            if self.tty:
+                sys.stdout.write(f"\r    {self.label}: {el:6.0f} s elapsed (total {hms(time.monotonic() - T0)})")
+                sys.stdout.flush()
+            else:
+                say(f"    {self.label}: {el:.0f} s elapsed")
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.t.join()
+        if self.tty:
+            sys.stdout.write("\r" + " " * 100 + "\r")
+            sys.stdout.flush()
+
+
+class BenchError(Exception):
+    pass
+
+
+def rel(p) -> str:
+    p = str(p)
+    r = str(ROOT) + "/"
+    return p.replace(r, "")
+
+
+def tail(path: Path, n: int = 30) -> str:
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+        return "\n".join(lines[-n:])
+    except OSError:
+        return "(no log)"
+
+
+# ---------------------------------------------------------------- results
+
+@dataclass
+class Result:
+    broker: str
+    workload: str
+    client: str
+    ok: bool = True
+    error: str = ""
+    records: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+    mibps: Optional[float] = None
+    rps: Optional[float] = None
+    p50: Optional[float] = None
+    p99: Optional[float] = None
+    p999: Optional[float] = None
+    max: Optional[float] = None
+    avg: Optional[float] = None
+    broker_cpu: Optional[float] = None
+    cpu_per_gb: Optional[float] = None
+    peak_rss_mib: Optional[float] = None
+    client_cpu: Optional[float] = None
+    notes: list = field(default_factory=list)
+    commands: list = field(default_factory=list)
+
+
+def percentile(sorted_vals: list, q: float) -> Optional[float]:
+    if not sorted_vals:
+        return None
+    k = min(len(sorted_vals) - 1, max(0, int(round(q * len(sorted_vals) + 0.5)) - 1))
+    return sorted_vals[k]
+
+
+def fill_latency(res: Result, lat: list):
+    if not lat:
+        return
+    res.p50, res.p99, res.p999 = percentile(lat, 0.5), percentile(lat, 0.99), percentile(lat, 0.999)
+    res.max = lat[-1]
+    res.avg = sum(lat) / len(lat)
+

@@ -1,0 +1,436 @@
+"""The result files: the markdown report (perf/results/<date>-<commit>.md, LATEST.md),
+the raw numbers (<stem>.json), the chart (<stem>.png, matplotlib), and what they state
+beside the measurements: the targets (shardlog/Kafka ratios and goals), the machine,
+tool versions and the commit measured.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+import subprocess
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+from .brokers import BROKERS
+from .clients import java_tool
+from .common import CACHE, LIBS, MIB, RDPERF, ROOT, RUN, T0, Result, hms, rel
+
+if TYPE_CHECKING:
+    from .workloads import Bench
+
+
+def fmt(v, digits=1):
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        if abs(v) >= 1000:
+            return f"{v:,.0f}"
+        if abs(v) >= 100:
+            return f"{v:.0f}"
+        return f"{v:.{digits}f}" if v != int(v) or digits else f"{v:.0f}"
+    return f"{v:,}" if isinstance(v, int) else str(v)
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def binary_time(p: Path) -> str:
+    try:
+        return dt.datetime.fromtimestamp(p.stat().st_mtime).strftime("%Y-%m-%d %H:%M")
+    except OSError:
+        return "?"
+
+
+def machine_info() -> dict:
+    cpu = "?"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = proc_meminfo_gib()
+    disk = subprocess.run(["df", "-h", "--output=source,fstype,size", str(RUN)], capture_output=True, text=True).stdout
+    disk = " ".join(disk.splitlines()[-1].split()) if disk.strip() else "?"
+    return dict(nproc=os.cpu_count(), cpu=cpu, kernel=platform.release(), mem_gib=mem, disk=disk)
+
+
+def proc_meminfo_gib() -> str:
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemTotal:"):
+                return f"{int(line.split()[1]) / 1024 / 1024:.0f} GiB"
+    except OSError:
+        pass
+    return "?"
+
+
+def tool_versions(opts) -> dict:
+    v = {}
+    j = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()
+    v["java"] = j[0] if j else "?"
+    clients = sorted(LIBS.glob("kafka-clients-*.jar"))
+    v["kafka-clients (perf tests)"] = clients[0].name[len("kafka-clients-"):-4] if clients else "?"
+    r = subprocess.run([str(RDPERF), "-h"], capture_output=True, text=True)
+    m = re.search(r"librdkafka version (\S+)", r.stdout + r.stderr)
+    v["librdkafka (rdkafka_performance)"] = m.group(1) if m else "?"
+    stamp = CACHE / "bin" / ".rdkafka_performance.stamp"
+    if stamp.exists():
+        v["librdkafka (rdkafka_performance)"] += f", from rdkafka-sys {stamp.read_text().strip()}"
+    return v
+
+
+_COMMIT: Optional[tuple] = None
+
+
+def git_commit() -> tuple[str, bool]:
+    """HEAD (short) and whether src/ differs from it, fixed at the first call (the start of the
+    run: other work may commit while the benchmark runs)."""
+    global _COMMIT
+    if _COMMIT is None:
+        _COMMIT = _git_commit()
+    return _COMMIT
+
+
+def _git_commit() -> tuple[str, bool]:
+    try:
+        c = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "src", "Cargo.lock",
+                                     "vendor"], capture_output=True, text=True, cwd=ROOT).stdout.strip())
+        return c or "nocommit", dirty
+    except OSError:
+        return "nocommit", False
+
+
+def get(results, broker, workload, client):
+    for r in results:
+        if r.broker == broker and r.workload == workload and r.client == client:
+            return r
+    return None
+
+
+METRICS = [("MiB/s", "mibps", 1), ("records/s", "rps", 0), ("latency p50 (ms)", "p50", 1),
+           ("latency p99 (ms)", "p99", 1), ("latency p99.9 (ms)", "p999", 1), ("latency max (ms)", "max", 1),
+           ("broker CPU (s)", "broker_cpu", 1), ("broker CPU-s per GB", "cpu_per_gb", 2),
+           ("broker peak RSS (MiB)", "peak_rss_mib", 0), ("client CPU (s)", "client_cpu", 1),
+           ("records", "records", 0), ("elapsed (s)", "seconds", 1)]
+
+
+def val(r: Optional[Result], attr: str):
+    return getattr(r, attr) if r is not None and r.ok else None
+
+
+def targets(bench: Bench) -> list[dict]:
+    R = bench.results
+    out = []
+
+    def add(name, workload, client, attr, want, better, detail):
+        kval, sval = val(get(R, "kafka", workload, client), attr), val(get(R, "shardlog", workload, client), attr)
+        rr = ratio(sval, kval)
+        met = None if rr is None else (rr >= want if better == "higher" else rr <= want)
+        out.append(dict(name=name, kafka=kval, shardlog=sval, ratio=rr, want=want, better=better, met=met,
+                        detail=detail))
+
+    for client in ["java", "rdkafka"]:
+        add(f"produce-max throughput ({client}), MiB/s", "produce-max", client, "mibps", 1.0, "higher", "")
+    for client in ["java", "rdkafka"]:
+        add(f"consume-max throughput ({client}), MiB/s", "consume-max", client, "mibps", 1.0, "higher", "")
+    add("broker CPU-s per GB, produce-max (java)", "produce-max", "java", "cpu_per_gb", 0.5, "lower", "")
+    add("broker CPU-s per GB, produce-max (rdkafka)", "produce-max", "rdkafka", "cpu_per_gb", 0.5, "lower", "")
+    add("broker CPU-s per GB, consume-max (rdkafka)", "consume-max", "rdkafka", "cpu_per_gb", 0.5, "lower", "")
+    add("produce-rate p99 latency (java), ms", "produce-rate", "java", "p99", 0.5, "lower", "")
+    return out
+
+
+def write_report(bench: Bench, out_dir: Path, full: bool) -> Path:
+    opts = bench.opts
+    commit, dirty = git_commit()
+    date = dt.date.today().isoformat()
+    stem = f"{date}-{commit}" + ("" if full else "-" + ("quick" if opts.quick else "partial"))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    md_path = out_dir / f"{stem}.md"
+    png_path = out_dir / f"{stem}.png"
+    R = bench.results
+    tg = targets(bench)
+    mach = machine_info()
+    L = []
+    L.append(f"# shardlog vs Apache Kafka: {date}, commit {commit}{' (with uncommitted changes)' if dirty else ''}")
+    L.append("")
+    L.append(f"Generated by `scripts/bench{' ' + ' '.join(opts.argv) if opts.argv else ''}` "
+             f"({'quick' if opts.quick else 'full'} run, {hms(time.monotonic() - T0)} end to end). "
+             "Both brokers ran on this machine in this run, one after the other, each started fresh, with the same "
+             "clients and workloads. Ratios are shardlog / Kafka. Method: PERF.md (shared).")
+    L.append("")
+    L.append(f"![throughput and latency]({png_path.name})")
+    L.append("")
+    # headline
+    L.append("## Targets")
+    L.append("")
+    L.append("| target | Kafka | shardlog | shardlog/Kafka | goal | met |")
+    L.append("| --- | ---: | ---: | ---: | --- | --- |")
+    for t in tg:
+        met = "–" if t["met"] is None else ("**yes**" if t["met"] else "**NO**")
+        goal = f"{'≥' if t['better'] == 'higher' else '≤'} {t['want']:g}×"
+        L.append(f"| {t['name']} | {fmt(t['kafka'], 2)} | {fmt(t['shardlog'], 2)} | {fmt(t['ratio'], 2)} | {goal} | {met} |")
+    L.append("")
+    short = [t for t in tg if t["met"] is False]
+    unknown = [t for t in tg if t["met"] is None]
+    if short:
+        L.append("**Where shardlog falls short:** " + "; ".join(
+            f"{t['name']}: {fmt(t['ratio'], 2)}× of Kafka (goal {'≥' if t['better'] == 'higher' else '≤'} {t['want']:g}×)"
+            for t in short) + ". A profile of shardlog's hot path is in *Profile* below.")
+    else:
+        L.append("shardlog meets every target that could be measured in this run.")
+    if unknown:
+        L.append("")
+        L.append("**Not measured** (a workload failed or was not run): " + ", ".join(t["name"] for t in unknown) + ".")
+    L.append("")
+    failures = [r for r in R if not r.ok]
+    if failures or bench.broker_events:
+        L.append("## Failures")
+        L.append("")
+        for ev in bench.broker_events:
+            L.append(f"- {ev.splitlines()[0]}")
+        for r in failures:
+            L.append(f"- **{r.broker} / {r.workload} ({r.client})**: {r.error.splitlines()[0] if r.error else 'failed'}")
+            if r.error and len(r.error.splitlines()) > 1:
+                L.append("")
+                L.append("  ```")
+                for line in r.error.splitlines()[1:40]:
+                    L.append("  " + line)
+                L.append("  ```")
+        L.append("")
+    # limits & machine
+    L.append("## Machine and limits")
+    L.append("")
+    L.append(f"- `nproc` {mach['nproc']}, CPU {mach['cpu']}, kernel {mach['kernel']}, memory {mach['mem_gib']}")
+    L.append(f"- data disk (both brokers' data dirs under `perf/cache/run/`): {mach['disk']}")
+    if "loopback_mibps" in bench.limits:
+        L.append(f"- loopback TCP bandwidth (one stream, plain socket copy): **{bench.limits['loopback_mibps']:.0f} MiB/s**")
+    if "odirect_mibps" in bench.limits:
+        L.append(f"- O_DIRECT sequential write of the data disk (`dd oflag=direct bs=1M`): "
+                 f"**{bench.limits['odirect_mibps']:.0f} MiB/s**")
+    elif "odirect_error" in bench.limits:
+        L.append(f"- O_DIRECT write: dd failed: {bench.limits['odirect_error']}")
+    if bench.loadavg:
+        L.append("- 1-minute load average (other work on this shared machine shows up here): " + ", ".join(
+            f"{k} {v:.2f}" for k, v in bench.loadavg.items()))
+    L.append(f"- brokers pinned with `taskset -c {opts.cpuset}`; shardlog `--cores {opts.cores} --flush {opts.flush}`; "
+             "Kafka JVM `-Xmx1G -Xms1G` with the G1 options of `kafka-server-start.sh`. Clients are not pinned: on a "
+             "small machine they compete with the broker for CPU, so compare ratios and CPU-s/GB, not absolutes.")
+    L.append("")
+    L.append("## Versions")
+    L.append("")
+    L.append(f"- shardlog: {bench.versions.get('shardlog', '?')} (commit {commit}{', dirty' if dirty else ''}; "
+             f"binary `{rel(opts.shardlog_bin)}`, built {binary_time(opts.shardlog_bin)})")
+    L.append(f"- {bench.versions.get('kafka', 'Apache Kafka ?')}, KRaft combined mode, single node "
+             "(`perf/kafka/server.properties`)")
+    for k, v in tool_versions(opts).items():
+        L.append(f"- {k}: {v}")
+    L.append("")
+    # workloads
+    L.append("## Workloads")
+    L.append("")
+    desc = {
+        "produce-max": "1 KiB records, unthrottled, acks=all, idempotence on (client default), topic of 4 partitions.",
+        "produce-small": "100 B records, unthrottled, acks=all, idempotence on, 4 partitions.",
+        "produce-rate": "1 KiB records at a fixed offered load: {rate}, acks=all, idempotence on, 4 partitions, "
+                        "`kafka-producer-perf-test --throughput`. Latency is send-to-ack per record, in whole ms "
+                        "(the tool's resolution). rdkafka_performance is not used here: its `-r` limiter busy-polls "
+                        "a whole core above 1,000 msgs/s, which on this machine would take CPU from the broker.",
+        "consume-max": "read the produce-max topic (4 partitions) from offset 0. Java: `kafka-consumer-perf-test` "
+                       "(subscribe, consumer group); rdkafka: `rdkafka_performance -C` with the 4 partitions assigned "
+                       "(no group).",
+        "many-partitions": "1 KiB records into one topic of 1,000 partitions (Java producer); compare with "
+                           "produce-max (4 partitions).",
+        "many-connections": "200 `rdkafka_performance` producer processes at once (one broker connection each), "
+                            "each at a fixed rate (`-r`), 1 KiB records, acks=all, idempotence on, `linger.ms=5`; "
+                            "latency (µs resolution) over all records of all producers.",
+    }
+    for w in opts.workloads:
+        rows = [r for r in R if r.workload == w]
+        if not rows:
+            continue
+        L.append(f"### {w}")
+        L.append("")
+        rate = ", ".join(f"{b}: {v:,} records/s ({v * 1024 / MIB:.0f} MiB/s)" for b, v in bench.rate_used.items())
+        L.append(desc[w].format(rate=rate or "n/a"))
+        L.append("")
+        clients = []
+        for r in rows:
+            if r.client not in clients and r.client != "-":
+                clients.append(r.client)
+        for c in clients:
+            k, s = get(R, "kafka", w, c), get(R, "shardlog", w, c)
+            L.append(f"**client: {c}**")
+            L.append("")
+            L.append("| | Kafka | shardlog | shardlog/Kafka |")
+            L.append("| --- | ---: | ---: | ---: |")
+            for label, key, d in METRICS:
+                kv = getattr(k, key) if k and k.ok else None
+                sv = getattr(s, key) if s and s.ok else None
+                if kv is None and sv is None:
+                    continue
+                L.append(f"| {label} | {fmt(kv, d)} | {fmt(sv, d)} | {fmt(ratio(sv, kv), 2)} |")
+            if (k and not k.ok) or (s and not s.ok):
+                L.append(f"| status | {'ok' if k and k.ok else 'FAILED'} | {'ok' if s and s.ok else 'FAILED'} | |")
+            L.append("")
+            for r in (k, s):
+                if r and r.notes:
+                    L.append(f"- {r.broker}: " + "; ".join(r.notes))
+            if w == "many-partitions":
+                for b in BROKERS:
+                    mp, pm = get(R, b, w, c), get(R, b, "produce-max", "java")
+                    if mp and pm and mp.ok and pm.ok:
+                        L.append(f"- {b}: 1,000 partitions at {mp.mibps / pm.mibps:.2f}× its own 4-partition "
+                                 "produce-max (java)")
+            L.append("")
+    # profile
+    if bench.profile:
+        L.append("## Profile")
+        L.append("")
+        if "error" in bench.profile:
+            L.append(f"Profile not taken: {bench.profile['error']}")
+        for w in ("produce-max", "consume-max"):
+            if w in bench.profile:
+                L.append(f"shardlog during {w}, `perf report --no-children --sort dso,symbol` (self time, ≥ 1.5%; "
+                         "`[k]` kernel, `[.]` user space):")
+                L.append("")
+                if bench.profile.get(w + "_cmd"):
+                    L.append(f"`{bench.profile[w + '_cmd']}`")
+                    L.append("")
+                L.append("```")
+                L.append(bench.profile[w])
+                L.append("```")
+                L.append("")
+    elif short:
+        L.append("## Profile")
+        L.append("")
+        L.append("Not taken in this run (`--no-profile`, or only some workloads ran).")
+        L.append("")
+    # commands
+    L.append("## Exact commands")
+    L.append("")
+    L.append("Paths are relative to the repository root; ports were free ports picked for this run.")
+    L.append("")
+    L.append("```")
+    jt = rel(shlex.join(java_tool("CLASS", [])[:-1]))
+    L.append(f"JAVA_TOOL=\"{jt}\"")
+    for what, c in bench.commands:
+        L.append(f"# {what}")
+        L.append(c.replace(jt + " ", "$JAVA_TOOL "))
+    for r in R:
+        for c in r.commands:
+            L.append(f"# {r.broker} / {r.workload} ({r.client})")
+            L.append(c.replace(jt + " ", "$JAVA_TOOL "))
+    L.append("```")
+    L.append("")
+    L.append("Raw numbers: `" + f"{stem}.json" + "`.")
+    md_path.write_text("\n".join(L) + "\n")
+    (out_dir / f"{stem}.json").write_text(json.dumps(dict(
+        date=date, commit=commit, dirty=dirty, quick=opts.quick, machine=mach, limits=bench.limits,
+        rate=bench.rate_used, targets=tg, results=[asdict(r) for r in R], events=bench.broker_events,
+        versions=bench.versions), indent=1, default=str))
+    chart_ok = make_chart(bench, png_path)
+    if not chart_ok:
+        md_path.write_text(md_path.read_text().replace(f"![throughput and latency]({png_path.name})\n",
+                                                       "(chart not drawn: matplotlib unavailable)\n"))
+    if full:
+        latest = out_dir / "LATEST.md"
+        latest.write_text(md_path.read_text().replace(f"]({png_path.name})", "](LATEST.png)")
+                          .replace(f"`{stem}.json`", f"`{stem}.json`, this file is a copy of `{md_path.name}`"))
+        if chart_ok:
+            shutil.copyfile(png_path, out_dir / "LATEST.png")
+    return md_path
+
+
+def make_chart(bench: Bench, path: Path, title_suffix: Optional[str] = None) -> bool:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    R = bench.results
+    colors = {"kafka": "#4a6fa5", "shardlog": "#d9822b"}
+    fig, axes = plt.subplots(1, 2, figsize=(15, 5.8), gridspec_kw=dict(width_ratios=[1.4, 1]))
+    # throughput
+    ax = axes[0]
+    keys = []
+    for r in R:
+        if r.ok and r.mibps is not None and (r.workload, r.client) not in keys:
+            keys.append((r.workload, r.client))
+    x = range(len(keys))
+    w = 0.38
+    for i, b in enumerate(BROKERS):
+        vals = []
+        for wk, c in keys:
+            r = get(R, b, wk, c)
+            vals.append(r.mibps if r and r.ok and r.mibps is not None else 0)
+        bars = ax.bar([xi + (i - 0.5) * w for xi in x], vals, w, label=b, color=colors[b])
+        for bar, v in zip(bars, vals):
+            if v:
+                ax.text(bar.get_x() + bar.get_width() / 2, v, f"{v:.0f}", ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(list(x))
+    ax.set_xticklabels([f"{wk}\n{c}" for wk, c in keys], fontsize=7, rotation=30, ha="right")
+    ax.set_ylabel("MiB/s")
+    ax.set_title("Throughput (higher is better)")
+    ax.margins(y=0.08)
+    # latency percentiles, one group per (workload, client), gaps between groups
+    ax = axes[1]
+    lat_keys = [k for k in [("produce-rate", "java"), ("many-connections", "rdkafka x200"), ("produce-max", "java")]
+                if any(val(get(R, b, *k), "p99") is not None for b in BROKERS)]
+    pct = [("p50", "p50"), ("p99", "p99"), ("p99.9", "p999"), ("max", "max")]
+    xs, labels, centers = [], [], []
+    pos = 0.0
+    for k in lat_keys:
+        first = pos
+        for p, _ in pct:
+            xs.append(pos)
+            labels.append(p)
+            pos += 1
+        centers.append(((first + pos - 1) / 2, f"{k[0]} ({k[1]})"))
+        pos += 0.8
+    for i, b in enumerate(BROKERS):
+        vals = []
+        for k in lat_keys:
+            for _, attr in pct:
+                v = val(get(R, b, *k), attr)
+                vals.append(max(v, 0.01) if v is not None else 0)
+        bars = ax.bar([x + (i - 0.5) * w for x in xs], vals, w, label=b, color=colors[b])
+        for bar, v in zip(bars, vals):
+            if v:
+                ax.text(bar.get_x() + bar.get_width() / 2, v, f"{v:.0f}" if v >= 10 else f"{v:.1f}",
+                        ha="center", va="bottom", fontsize=6)
+    ax.set_yscale("log")
+    ax.set_xticks(xs)
+    ax.set_xticklabels(labels, fontsize=7)
+    for c, name in centers:
+        ax.annotate(name, xy=(c, 0), xycoords=("data", "axes fraction"), xytext=(0, -22),
+                    textcoords="offset points", ha="center", va="top", fontsize=8)
+    ax.set_ylabel("ms (log scale)")
+    ax.set_title("Latency percentiles, send to ack (lower is better)")
+    lo, hi = ax.get_ylim()
+    ax.set_ylim(lo, hi * 3)
+    handles, labels_ = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels_, loc="upper right", ncol=2)
+    if title_suffix is None:
+        title_suffix = f"{dt.date.today().isoformat()} {git_commit()[0]}"
+    fig.suptitle(f"shardlog vs Apache Kafka, {title_suffix}"
+                 f"{' (quick)' if bench.opts.quick else ''}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
