@@ -462,3 +462,30 @@ fn reopen_without_close_like_a_crash() {
         log.close().await.unwrap();
     });
 }
+
+#[test]
+fn recovery_reads_batches_across_scan_chunks() {
+    // Batches of ~300 KiB and one of ~1.5 MiB (longer than a scan read of 1 MiB): most
+    // of them straddle a read boundary. No close, so the file ends in zero padding.
+    run(|dir| async move {
+        let mut c = cfg();
+        c.cache_bytes = 0;
+        let log = PartitionLog::open(dir.clone(), c.clone()).await.unwrap();
+        let sizes = [300_000, 300_000, 300_000, 1_500_000, 300_000, 300_000];
+        for &n in &sizes {
+            log.append(batch(1, n, 0), 0).await.unwrap();
+        }
+        let expect = log.read(0, 8 << 20).await.unwrap();
+        assert_eq!(headers(&expect).len(), sizes.len());
+        let seg = dir.join("00000000000000000000.log");
+        let file_len = std::fs::metadata(&seg).unwrap().len();
+        assert!(file_len > expect.len() as u64, "the unclosed file is zero padded");
+        drop(log);
+        let log = PartitionLog::open(dir.clone(), c).await.unwrap();
+        assert_eq!(log.high_watermark(), sizes.len() as i64);
+        assert_eq!(log.read(0, 8 << 20).await.unwrap(), expect);
+        // recovery trimmed the padding, and only the padding
+        assert_eq!(std::fs::metadata(&seg).unwrap().len(), expect.len() as u64);
+        log.close().await.unwrap();
+    });
+}
