@@ -7,6 +7,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::*;
+use crate::error::ResponseError;
 use crate::protocol::batch::testing::{build_batch, BatchSpec};
 use crate::protocol::batch::{scan_batches, verify_crc, RecordBatchHeader};
 
@@ -310,7 +311,7 @@ fn idempotent_producer() {
         // gap
         let e = log.append(idem(7, 0, 9, 1), 0).await.unwrap_err();
         assert!(matches!(e, AppendError::OutOfOrderSequence));
-        assert_eq!(crate::error::ResponseError::from(&e).code(), 45);
+        assert_eq!(ResponseError::from(&e), ResponseError::OutOfOrderSequenceNumber);
         // new epoch must start at 0
         assert!(matches!(
             log.append(idem(7, 1, 5, 1), 0).await,
@@ -321,7 +322,7 @@ fn idempotent_producer() {
         // fenced
         let e = log.append(idem(7, 0, 5, 1), 0).await.unwrap_err();
         assert!(matches!(e, AppendError::InvalidProducerEpoch));
-        assert_eq!(crate::error::ResponseError::from(&e).code(), 47);
+        assert_eq!(ResponseError::from(&e), ResponseError::InvalidProducerEpoch);
         // unknown producer: any sequence
         assert_eq!(log.append(idem(8, 3, 42, 1), 0).await.unwrap().base_offset, 8);
         log.close().await.unwrap();
