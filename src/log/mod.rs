@@ -107,9 +107,9 @@ impl std::error::Error for AppendError {}
 #[derive(Debug)]
 pub enum ReadError {
     /// `offset < log_start_offset` or `offset > high_watermark` (Kafka
-    /// OFFSET_OUT_OF_RANGE, 1).
+    /// OFFSET_OUT_OF_RANGE; the mapping is in [`crate::error`]).
     OffsetOutOfRange,
-    /// Reading the segment failed (KAFKA_STORAGE_ERROR, 56).
+    /// Reading the segment failed (Kafka KAFKA_STORAGE_ERROR).
     Io(io::Error),
 }
 

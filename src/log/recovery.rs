@@ -11,6 +11,7 @@ use std::rc::Rc;
 
 use super::producer_state::ProducerState;
 use super::segment::Segment;
+use crate::protocol::batch::ScanStop;
 
 /// File holding the producer-state snapshot (see [`ProducerState::encode_snapshot`]).
 pub const SNAPSHOT_FILE: &str = "producer.snapshot";
@@ -55,14 +56,26 @@ async fn scan_and_repair(seg: &Segment, interval: u64) -> io::Result<u64> {
     let (valid, stop) = seg.scan(0, file_end, |pos, h| seg.note_batch(pos, h, interval)).await?;
     let cut = file_end - valid;
     if cut > 0 {
-        tracing::warn!(
-            dir = %seg.dir.display(),
-            segment = seg.base_offset,
-            valid_bytes = valid,
-            truncated_bytes = cut,
-            reason = ?stop,
-            "truncating torn or corrupt segment tail"
-        );
+        // The zero fill after the last batch of a segment that was not closed (less than
+        // one DMA block) is the normal end of the data, not damage.
+        if stop == ScanStop::ZeroPadding && cut < seg.alignment() {
+            tracing::info!(
+                dir = %seg.dir.display(),
+                segment = seg.base_offset,
+                valid_bytes = valid,
+                truncated_bytes = cut,
+                "trimming zero padding after the last batch (end of data)"
+            );
+        } else {
+            tracing::warn!(
+                dir = %seg.dir.display(),
+                segment = seg.base_offset,
+                valid_bytes = valid,
+                truncated_bytes = cut,
+                reason = %stop,
+                "truncating torn or corrupt segment tail"
+            );
+        }
         seg.file.truncate(valid).await.map_err(io::Error::from)?;
         seg.size.set(valid);
     }

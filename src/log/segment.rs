@@ -11,7 +11,7 @@ use bytes::Bytes;
 use glommio::io::{DmaFile, OpenOptions};
 
 use super::index::{OffsetIndex, TimeIndex};
-use crate::protocol::batch::{BatchError, RecordBatchHeader, RECORD_BATCH_OVERHEAD};
+use crate::protocol::batch::{BatchScan, RecordBatchHeader, ScanStop, RECORD_BATCH_OVERHEAD};
 
 /// Bytes read per DMA read when scanning a segment.
 const SCAN_CHUNK: usize = 1 << 20;
@@ -234,60 +234,43 @@ impl Segment {
         Ok(out)
     }
 
-    /// Recovery scan of `[from, file_end)`: verifies each batch (header, length, CRC) and
-    /// calls `f(position, header)` for each valid one; returns the end of the last valid
-    /// batch and why it stopped early (`None` = reached `file_end`).
+    /// Recovery scan of the file bytes `[from, file_end)`: reads them in DMA reads of
+    /// [`SCAN_CHUNK`] bytes (longer when one batch is longer) and runs the pure
+    /// [`BatchScan`] over each read, which checks every batch's header, length and CRC32C.
+    /// Calls `f(position in the file, header)` for each valid batch, in order. Returns the
+    /// end of the last valid batch (a file position) and why the scan stopped there:
+    /// [`ScanStop::End`] when it reached `file_end`, else a torn tail, zero padding or a
+    /// corrupt batch (never `NeedMore`). A read shorter than asked is taken as the end of
+    /// the file.
     pub async fn scan(
         &self,
         from: u64,
-        file_end: u64,
+        mut file_end: u64,
         mut f: impl FnMut(u64, &RecordBatchHeader),
-    ) -> io::Result<(u64, Option<BatchError>)> {
+    ) -> io::Result<(u64, ScanStop)> {
         let mut pos = from;
         let mut want = SCAN_CHUNK;
-        while pos < file_end {
-            let len = (want as u64).min(file_end - pos) as usize;
-            let rr = self.file.read_at(pos, len).await.map_err(io::Error::from)?;
-            let buf = &rr[..];
-            let cut_short = pos + (buf.len() as u64) < file_end;
-            let mut off = 0usize;
-            let mut stop = None;
-            while off < buf.len() {
-                let rest = &buf[off..];
-                match RecordBatchHeader::parse(rest) {
-                    Ok(h) => {
-                        let n = h.total_size();
-                        if crate::protocol::batch::compute_crc(&rest[..n]) != h.crc {
-                            stop = Some(BatchError::CorruptCrc);
-                            break;
-                        }
-                        f(pos + off as u64, &h);
-                        off += n;
-                    }
-                    Err(e) => {
-                        stop = Some(e);
-                        break;
-                    }
-                }
+        loop {
+            let len = (want as u64).min(file_end.saturating_sub(pos)) as usize;
+            let read = if len == 0 {
+                None
+            } else {
+                Some(self.file.read_at(pos, len).await.map_err(io::Error::from)?)
+            };
+            let buf = read.as_ref().map_or(&[][..], |r| &r[..]);
+            if buf.len() < len {
+                file_end = pos + buf.len() as u64;
             }
-            let advanced = off > 0;
-            pos += off as u64;
-            match stop {
-                None => want = SCAN_CHUNK,
-                Some(BatchError::Truncated) if cut_short => {
-                    // The batch continues past this read: read again from it.
-                    let need = RecordBatchHeader::parse_header(&buf[off..])
-                        .map(|h| h.total_size())
-                        .unwrap_or(RECORD_BATCH_OVERHEAD);
-                    if pos + need as u64 > file_end || (!advanced && need <= len) {
-                        return Ok((pos, Some(BatchError::Truncated)));
-                    }
-                    want = need.max(SCAN_CHUNK);
-                }
-                Some(e) => return Ok((pos, Some(e))),
+            let mut scan = BatchScan::new(buf, file_end.saturating_sub(pos + buf.len() as u64));
+            for (at, h) in &mut scan {
+                f(pos + at as u64, &h);
+            }
+            pos += scan.position() as u64;
+            match scan.stop().unwrap_or(ScanStop::End) {
+                ScanStop::NeedMore { need } => want = need.max(SCAN_CHUNK),
+                stop => return Ok((pos, stop)),
             }
         }
-        Ok((pos, None))
     }
 
     /// Walks batch headers from `pos` (an index position) without CRC checks, returning

@@ -7,6 +7,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::*;
+use crate::error::ResponseError;
 use crate::protocol::batch::testing::{build_batch, BatchSpec};
 use crate::protocol::batch::{scan_batches, verify_crc, RecordBatchHeader};
 
@@ -310,7 +311,7 @@ fn idempotent_producer() {
         // gap
         let e = log.append(idem(7, 0, 9, 1), 0).await.unwrap_err();
         assert!(matches!(e, AppendError::OutOfOrderSequence));
-        assert_eq!(crate::error::ResponseError::from(&e).code(), 45);
+        assert_eq!(ResponseError::from(&e), ResponseError::OutOfOrderSequenceNumber);
         // new epoch must start at 0
         assert!(matches!(
             log.append(idem(7, 1, 5, 1), 0).await,
@@ -321,7 +322,7 @@ fn idempotent_producer() {
         // fenced
         let e = log.append(idem(7, 0, 5, 1), 0).await.unwrap_err();
         assert!(matches!(e, AppendError::InvalidProducerEpoch));
-        assert_eq!(crate::error::ResponseError::from(&e).code(), 47);
+        assert_eq!(ResponseError::from(&e), ResponseError::InvalidProducerEpoch);
         // unknown producer: any sequence
         assert_eq!(log.append(idem(8, 3, 42, 1), 0).await.unwrap().base_offset, 8);
         log.close().await.unwrap();
@@ -459,6 +460,33 @@ fn reopen_without_close_like_a_crash() {
         let d = log.append(idem(3, 0, 11, 1), 0).await.unwrap();
         assert_eq!((d.base_offset, d.last_offset), (11, 11));
         assert_eq!(log.append(idem(3, 0, 12, 1), 0).await.unwrap().base_offset, 12);
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
+fn recovery_reads_batches_across_scan_chunks() {
+    // Batches of ~300 KiB and one of ~1.5 MiB (longer than a scan read of 1 MiB): most
+    // of them straddle a read boundary. No close, so the file ends in zero padding.
+    run(|dir| async move {
+        let mut c = cfg();
+        c.cache_bytes = 0;
+        let log = PartitionLog::open(dir.clone(), c.clone()).await.unwrap();
+        let sizes = [300_000, 300_000, 300_000, 1_500_000, 300_000, 300_000];
+        for &n in &sizes {
+            log.append(batch(1, n, 0), 0).await.unwrap();
+        }
+        let expect = log.read(0, 8 << 20).await.unwrap();
+        assert_eq!(headers(&expect).len(), sizes.len());
+        let seg = dir.join("00000000000000000000.log");
+        let file_len = std::fs::metadata(&seg).unwrap().len();
+        assert!(file_len > expect.len() as u64, "the unclosed file is zero padded");
+        drop(log);
+        let log = PartitionLog::open(dir.clone(), c).await.unwrap();
+        assert_eq!(log.high_watermark(), sizes.len() as i64);
+        assert_eq!(log.read(0, 8 << 20).await.unwrap(), expect);
+        // recovery trimmed the padding, and only the padding
+        assert_eq!(std::fs::metadata(&seg).unwrap().len(), expect.len() as u64);
         log.close().await.unwrap();
     });
 }

@@ -275,54 +275,199 @@ pub fn set_log_append_time(batch: &mut [u8], ts_ms: i64) {
     batch[OFF_CRC..OFF_CRC + 4].copy_from_slice(&crc.to_be_bytes());
 }
 
+/// Where a [`BatchScan`] stopped, and why. The stop position is [`BatchScan::position`]
+/// (or [`ScanResult::valid_bytes`]): the end of the last whole valid batch, exclusive.
+///
+/// Only [`ScanStop::NeedMore`] asks for more bytes; every other reason is final, and a
+/// recovering log keeps exactly the bytes before the stop position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScanStop {
+    /// Clean end: the slice held only whole valid batches and no data follows it
+    /// (`bytes_after == 0`).
+    End,
+    /// The slice ends before the data does, in the middle of the batch at the stop
+    /// position (or exactly before it). Read again from the stop position, at least
+    /// `need` bytes: the batch's total size (`12 + batchLength`) when its header was in
+    /// the slice, else the 61-byte header (or all the data left, if less). `need` never
+    /// exceeds the bytes left in the slice plus `bytes_after`, so the next read settles it.
+    NeedMore {
+        /// Bytes from the stop position that the next read must cover.
+        need: usize,
+    },
+    /// Torn tail: the batch at the stop position needs `need` bytes (its declared total
+    /// size, or 61 when even its header is cut short) but the data ends sooner, as when a
+    /// crash cut a write short. A garbage `batchLength` that points past the end of the
+    /// data reads the same.
+    TornTail {
+        /// Bytes the batch at the stop position would need.
+        need: usize,
+    },
+    /// Zero padding: the header bytes at the stop position (61, or fewer at the end of the
+    /// data) are all zero, so no batch was ever written there. Right after the last batch
+    /// of a segment that was not closed cleanly, this is the zero fill up to the DMA
+    /// alignment: the normal end of the data. The scan does not look past those header
+    /// bytes.
+    ZeroPadding,
+    /// A corrupt batch at the stop position: [`BatchError::UnsupportedMagic`],
+    /// [`BatchError::InvalidLength`] or [`BatchError::CorruptCrc`] (never
+    /// [`BatchError::Truncated`], which is `NeedMore` or `TornTail` here).
+    Corrupt(BatchError),
+}
+
+impl fmt::Display for ScanStop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ScanStop::End => write!(f, "end of data"),
+            ScanStop::NeedMore { need } => {
+                write!(f, "batch continues past the bytes read ({need} bytes needed)")
+            }
+            ScanStop::TornTail { need } => {
+                write!(f, "torn tail: the batch needs {need} bytes but the data ends first")
+            }
+            ScanStop::ZeroPadding => write!(f, "zero padding after the last batch (end of data)"),
+            ScanStop::Corrupt(e) => write!(f, "corrupt batch: {e}"),
+        }
+    }
+}
+
+/// The scan that recovery uses: walks consecutive v2 batches from the start of a byte
+/// slice, checking each one's header (magic 2, `batchLength >= 49`), that it is whole,
+/// and its CRC32C; yields `(position, header)` for every valid batch, where `position` is
+/// the batch's first byte in the slice, then ends at the first byte that does not start
+/// a valid batch. After it ends, [`BatchScan::stop`] says why and
+/// [`BatchScan::position`] where.
+///
+/// `bytes_after` is how many bytes of the same data follow the slice but were not read
+/// (0 when the slice reaches the end of the data, e.g. of the segment file). It decides
+/// whether a batch cut off by the end of the slice is [`ScanStop::NeedMore`] (read more)
+/// or [`ScanStop::TornTail`] (final). A reader of a file in chunks scans each chunk,
+/// then on `NeedMore { need }` reads again from the stop position at least `need` bytes;
+/// see `log::segment::Segment::scan`.
+///
+/// Pure (no I/O) and never panics, whatever the bytes.
+#[derive(Debug, Clone)]
+pub struct BatchScan<'a> {
+    buf: &'a [u8],
+    bytes_after: u64,
+    pos: usize,
+    stop: Option<ScanStop>,
+}
+
+impl<'a> BatchScan<'a> {
+    /// Scans `buf` from its start; `bytes_after` bytes of the data follow it unread.
+    pub fn new(buf: &'a [u8], bytes_after: u64) -> Self {
+        BatchScan { buf, bytes_after, pos: 0, stop: None }
+    }
+
+    /// Bytes from the start of the slice covered by the valid batches yielded so far;
+    /// once the scan has ended, the stop position.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// Why the scan ended; `None` while it has not ended yet.
+    pub fn stop(&self) -> Option<ScanStop> {
+        self.stop
+    }
+
+    /// The batch starting at `self.pos`, or why there is none.
+    fn next_batch(&self) -> Result<RecordBatchHeader, ScanStop> {
+        let rest = &self.buf[self.pos..];
+        let left = rest.len() as u64 + self.bytes_after;
+        // The slice ends inside the header: read on (at most what the data holds) to judge
+        // it, unless the data itself ends here.
+        let header_cut = || {
+            if self.bytes_after > 0 {
+                ScanStop::NeedMore { need: left.min(RECORD_BATCH_OVERHEAD as u64) as usize }
+            } else {
+                ScanStop::TornTail { need: RECORD_BATCH_OVERHEAD }
+            }
+        };
+        if rest.is_empty() && self.bytes_after == 0 {
+            return Err(ScanStop::End);
+        }
+        let head = &rest[..rest.len().min(RECORD_BATCH_OVERHEAD)];
+        if head.iter().all(|&b| b == 0) {
+            if head.len() == RECORD_BATCH_OVERHEAD || self.bytes_after == 0 {
+                return Err(ScanStop::ZeroPadding);
+            }
+            return Err(header_cut());
+        }
+        let h = match RecordBatchHeader::parse_header(rest) {
+            Ok(h) => h,
+            Err(BatchError::Truncated) => return Err(header_cut()),
+            Err(e) => return Err(ScanStop::Corrupt(e)),
+        };
+        let size = h.total_size();
+        if rest.len() < size {
+            return Err(if left >= size as u64 {
+                ScanStop::NeedMore { need: size }
+            } else {
+                ScanStop::TornTail { need: size }
+            });
+        }
+        if compute_crc(&rest[..size]) != h.crc {
+            return Err(ScanStop::Corrupt(BatchError::CorruptCrc));
+        }
+        Ok(h)
+    }
+}
+
+impl Iterator for BatchScan<'_> {
+    type Item = (usize, RecordBatchHeader);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.stop.is_some() {
+            return None;
+        }
+        match self.next_batch() {
+            Ok(h) => {
+                let at = self.pos;
+                self.pos += h.total_size();
+                Some((at, h))
+            }
+            Err(stop) => {
+                self.stop = Some(stop);
+                None
+            }
+        }
+    }
+}
+
 /// Result of [`scan_batches`]: how much of a byte slice is a valid run of batches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ScanResult {
-    /// Bytes from the start of the slice covered by valid whole batches.
+    /// Bytes from the start of the slice covered by valid whole batches (the stop
+    /// position, exclusive end of the last valid batch).
     pub valid_bytes: usize,
     /// Number of valid batches.
     pub batches: usize,
     /// Header of the last valid batch, if any.
     pub last: Option<RecordBatchHeader>,
-    /// Why the scan stopped before the end of the slice (`None` if it consumed it all).
-    pub stop: Option<BatchError>,
+    /// Why the scan stopped ([`ScanStop::End`] when the whole slice was valid batches).
+    pub stop: ScanStop,
 }
 
-/// Recovery scan: walks consecutive batches from the start of `buf`, verifying each
-/// one's header, length and CRC32C, and stops at the first torn, corrupt or
-/// zero-length one (trailing zero padding is therefore reported as a torn tail:
-/// a zero `batchLength`/magic fails validation). Pure, never panics.
+/// Runs a [`BatchScan`] over all of `buf`, taken as the whole data (nothing follows it,
+/// so the stop is never `NeedMore`), and sums it up. Pure, never panics.
 pub fn scan_batches(buf: &[u8]) -> ScanResult {
-    let mut pos = 0usize;
+    let mut scan = BatchScan::new(buf, 0);
     let mut batches = 0usize;
     let mut last = None;
-    let mut stop = None;
-    while pos < buf.len() {
-        let rest = &buf[pos..];
-        match RecordBatchHeader::parse(rest) {
-            Ok(h) => {
-                let size = h.total_size();
-                if compute_crc(&rest[..size]) != h.crc {
-                    stop = Some(BatchError::CorruptCrc);
-                    break;
-                }
-                pos += size;
-                batches += 1;
-                last = Some(h);
-            }
-            Err(e) => {
-                stop = Some(e);
-                break;
-            }
-        }
+    for (_, h) in &mut scan {
+        batches += 1;
+        last = Some(h);
     }
-    ScanResult { valid_bytes: pos, batches, last, stop }
+    let stop = scan.stop().unwrap_or(ScanStop::End);
+    ScanResult { valid_bytes: scan.position(), batches, last, stop }
 }
 
 /// Iterator over concatenated v2 batches in a byte slice (e.g. a Produce `records`
 /// field), yielding `(offset_in_buf, header)` for each; on the first malformed batch
 /// it yields `Err` once and then ends. Checks header and length only; call
-/// [`verify_crc`] on `&buf[off..off + h.total_size()]` to check the CRC.
+/// [`verify_crc`] on `&buf[off..off + h.total_size()]` to check the CRC. Stored data
+/// (recovery) is walked by [`BatchScan`] instead, which checks every CRC and tells a torn
+/// tail or zero padding from a corrupt batch.
 #[derive(Debug, Clone)]
 pub struct BatchIter<'a> {
     buf: &'a [u8],
@@ -469,7 +614,8 @@ mod tests {
     fn parse_exact_fields() {
         let b = build_batch(&spec(3));
         let h = RecordBatchHeader::parse(&b).unwrap();
-        // each record: attrs 1 + ts 1 + off 1 + keylen 1 + vallen 1 + 7 + headers 1 = 13, + len varint 1
+        // each record: attrs 1 + ts 1 + off 1 + keylen 1 + vallen 1 + 7 + headers 1 = 13,
+        // + len varint 1
         assert_eq!(b.len(), 61 + 3 * 14);
         assert_eq!(h.base_offset, 0);
         assert_eq!(h.batch_length, (b.len() - 12) as i32);
@@ -608,7 +754,7 @@ mod tests {
         let full = scan_batches(&log);
         assert_eq!(full.valid_bytes, log.len());
         assert_eq!(full.batches, 3);
-        assert_eq!(full.stop, None);
+        assert_eq!(full.stop, ScanStop::End);
         assert_eq!(full.last.unwrap().records_count, 3);
         for cut in 0..=log.len() {
             let r = scan_batches(&log[..cut]);
@@ -616,18 +762,192 @@ mod tests {
             assert_eq!(r.batches, expect, "cut {cut}");
             assert_eq!(r.valid_bytes, ends[expect], "cut {cut}");
         }
-        // zero padding after valid data is a torn tail
+        // zero padding after valid data ends the scan there
         let mut padded = log.clone();
         padded.extend(std::iter::repeat_n(0, 4096));
         let r = scan_batches(&padded);
         assert_eq!((r.valid_bytes, r.batches), (log.len(), 3));
-        assert!(r.stop.is_some());
+        assert_eq!(r.stop, ScanStop::ZeroPadding);
         // a flipped byte in the last batch stops before it
         let mut bad = log.clone();
         bad[ends[2] + 30] ^= 0xff;
         let r = scan_batches(&bad);
         assert_eq!((r.valid_bytes, r.batches), (ends[2], 2));
-        assert_eq!(r.stop, Some(BatchError::CorruptCrc));
+        assert_eq!(r.stop, ScanStop::Corrupt(BatchError::CorruptCrc));
+    }
+
+    /// Three batches of 1, 2 and 3 records (base offsets 10, 20, 30) and the end position
+    /// of each: `(log, [0, end of batch 0, end of batch 1, end of batch 2])`.
+    fn three_batches() -> (Vec<u8>, Vec<usize>) {
+        let mut log = Vec::new();
+        let mut ends = vec![0usize];
+        for i in 0..3 {
+            let mut s = spec(i + 1);
+            s.base_offset = 10 * (i as i64 + 1);
+            log.extend(build_batch(&s));
+            ends.push(log.len());
+        }
+        (log, ends)
+    }
+
+    /// Everything a scan reports: the batches found (position, header), the stop position
+    /// and the stop reason.
+    type Found = (Vec<(usize, RecordBatchHeader)>, usize, ScanStop);
+
+    fn scan_whole(data: &[u8]) -> Found {
+        let mut scan = BatchScan::new(data, 0);
+        let found: Vec<_> = scan.by_ref().collect();
+        (found, scan.position(), scan.stop().unwrap())
+    }
+
+    /// Scans `data` the way `Segment::scan` reads a file: a slice of `chunk` bytes from
+    /// the last stop position, a longer one when the batch there needs it.
+    fn scan_in_chunks(data: &[u8], chunk: usize) -> Found {
+        let mut found = Vec::new();
+        let (mut pos, mut want) = (0usize, chunk);
+        for _ in 0..=data.len() + 1 {
+            let end = (pos + want).min(data.len());
+            let mut scan = BatchScan::new(&data[pos..end], (data.len() - end) as u64);
+            found.extend(scan.by_ref().map(|(at, h)| (pos + at, h)));
+            pos += scan.position();
+            match scan.stop().unwrap() {
+                ScanStop::NeedMore { need } => {
+                    assert!(need > end - pos, "NeedMore must ask for more bytes");
+                    want = need.max(chunk);
+                }
+                stop => return (found, pos, stop),
+            }
+        }
+        panic!("chunked scan made no progress (chunk {chunk})");
+    }
+
+    #[test]
+    fn scan_slice_ending_inside_a_batch_asks_for_more() {
+        let (log, ends) = three_batches();
+        let second = ends[2] - ends[1];
+        let after = |cut: usize| (log.len() - cut) as u64;
+        // cut inside the second batch's header: read the header (61 bytes) again
+        let cut = ends[1] + 10;
+        let mut scan = BatchScan::new(&log[..cut], after(cut));
+        assert_eq!(scan.by_ref().map(|(at, h)| (at, h.base_offset)).collect::<Vec<_>>(), [(0, 10)]);
+        assert_eq!(scan.position(), ends[1]);
+        assert_eq!(scan.stop(), Some(ScanStop::NeedMore { need: RECORD_BATCH_OVERHEAD }));
+        // cut inside its records: the header says how much to read
+        let cut = ends[1] + 70;
+        let mut scan = BatchScan::new(&log[..cut], after(cut));
+        assert_eq!(scan.by_ref().count(), 1);
+        assert_eq!(scan.stop(), Some(ScanStop::NeedMore { need: second }));
+        // reading on from the stop position with that many bytes finds the batch
+        let mut scan = BatchScan::new(&log[ends[1]..ends[1] + second], after(ends[2]));
+        assert_eq!(scan.next().map(|(at, h)| (at, h.base_offset)), Some((0, 20)));
+        // a slice ending exactly at a batch boundary, with more data after it
+        let mut scan = BatchScan::new(&log[..ends[1]], after(ends[1]));
+        assert_eq!(scan.by_ref().count(), 1);
+        assert_eq!(scan.stop(), Some(ScanStop::NeedMore { need: RECORD_BATCH_OVERHEAD }));
+        // ... and with nothing after it
+        let mut scan = BatchScan::new(&log, 0);
+        assert_eq!(scan.by_ref().count(), 3);
+        assert_eq!((scan.position(), scan.stop()), (log.len(), Some(ScanStop::End)));
+    }
+
+    #[test]
+    fn scan_in_chunks_equals_whole_scan() {
+        let (log, ends) = three_batches();
+        let mut padded = log.clone();
+        padded.resize(4096, 0);
+        let mut corrupt = padded.clone();
+        corrupt[ends[1] + 40] ^= 0xff;
+        let mut torn = log.clone();
+        torn.truncate(ends[2] - 5);
+        let mut short_padding = log.clone();
+        short_padding.extend([0u8; 20]);
+        for (name, data) in [
+            ("clean", &log),
+            ("padded", &padded),
+            ("corrupt", &corrupt),
+            ("torn", &torn),
+            ("short padding", &short_padding),
+        ] {
+            let whole = scan_whole(data);
+            for chunk in (1..=log.len() + 1).chain([4096]) {
+                assert_eq!(scan_in_chunks(data, chunk), whole, "{name}, chunk {chunk}");
+            }
+        }
+    }
+
+    #[test]
+    fn scan_torn_tail() {
+        let (log, ends) = three_batches();
+        let last = ends[3] - ends[2];
+        for cut in ends[2] + 1..ends[3] {
+            let r = scan_batches(&log[..cut]);
+            assert_eq!((r.valid_bytes, r.batches), (ends[2], 2), "cut {cut}");
+            assert_eq!(r.last.map(|h| h.base_offset), Some(20));
+            let need =
+                if cut - ends[2] < RECORD_BATCH_OVERHEAD { RECORD_BATCH_OVERHEAD } else { last };
+            // a torn write of only zero bytes (here the high bytes of baseOffset 30) is
+            // indistinguishable from zero padding
+            let expect = if log[ends[2]..cut].iter().all(|&b| b == 0) {
+                ScanStop::ZeroPadding
+            } else {
+                ScanStop::TornTail { need }
+            };
+            assert_eq!(r.stop, expect, "cut {cut}");
+        }
+        // a garbage length pointing past the end of the data is a torn tail too
+        let mut big = log.clone();
+        big[ends[2] + 8..ends[2] + 12].copy_from_slice(&1_000_000i32.to_be_bytes());
+        let r = scan_batches(&big);
+        assert_eq!(r.valid_bytes, ends[2]);
+        assert_eq!(r.stop, ScanStop::TornTail { need: 1_000_012 });
+    }
+
+    #[test]
+    fn scan_stops_at_crc_mismatch_mid_file() {
+        let (log, ends) = three_batches();
+        let mut bad = log.clone();
+        bad[ends[1] + 40] ^= 0xff; // a record byte of the middle batch
+        let r = scan_batches(&bad);
+        // the valid batch after it is not reported: the log ends before the corrupt batch
+        assert_eq!((r.valid_bytes, r.batches), (ends[1], 1));
+        assert_eq!(r.stop, ScanStop::Corrupt(BatchError::CorruptCrc));
+        let mut magic = log.clone();
+        magic[ends[1] + 16] = 1;
+        assert_eq!(scan_batches(&magic).stop, ScanStop::Corrupt(BatchError::UnsupportedMagic(1)));
+        let mut length = log.clone();
+        length[ends[1] + 8..ends[1] + 12].copy_from_slice(&48i32.to_be_bytes());
+        let r = scan_batches(&length);
+        assert_eq!(
+            (r.valid_bytes, r.stop),
+            (ends[1], ScanStop::Corrupt(BatchError::InvalidLength(48)))
+        );
+    }
+
+    #[test]
+    fn scan_zero_padding_is_end_of_data_not_bad_magic() {
+        let (log, _) = three_batches();
+        // a DMA file is zero padded to 4 KiB after its last batch
+        let mut padded = log.clone();
+        padded.resize(4096, 0);
+        let r = scan_batches(&padded);
+        assert_eq!((r.valid_bytes, r.batches), (log.len(), 3));
+        assert_eq!(r.stop, ScanStop::ZeroPadding);
+        assert_eq!(r.stop.to_string(), "zero padding after the last batch (end of data)");
+        // padding shorter than a header (even shorter than the magic byte) at the end
+        for n in [1, 16, 17, 60] {
+            let mut p = log.clone();
+            p.extend(std::iter::repeat_n(0, n));
+            let r = scan_batches(&p);
+            assert_eq!((r.valid_bytes, r.stop), (log.len(), ScanStop::ZeroPadding), "{n}");
+        }
+        // fewer than 61 zero bytes in the slice but more data after it: read on
+        let mut scan = BatchScan::new(&padded[..log.len() + 20], 100);
+        assert_eq!(scan.by_ref().count(), 3);
+        assert_eq!(scan.stop(), Some(ScanStop::NeedMore { need: RECORD_BATCH_OVERHEAD }));
+        // zeros with a non-zero byte inside the header are not padding
+        let mut p = padded.clone();
+        p[log.len() + 3] = 1;
+        assert_eq!(scan_batches(&p).stop, ScanStop::Corrupt(BatchError::UnsupportedMagic(0)));
     }
 
     #[test]
@@ -679,6 +999,8 @@ mod tests {
             let _ = verify_crc(&g);
             let _ = scan_batches(&g);
             let _ = BatchIter::new(&g).count();
+            let chunk = 1 + (next() % 90) as usize;
+            assert_eq!(scan_in_chunks(&g, chunk), scan_whole(&g), "input {n}, chunk {chunk}");
         }
     }
 }
