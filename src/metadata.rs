@@ -124,7 +124,7 @@ impl Catalog {
         std::fs::create_dir_all(dir)?;
         let tmp = dir.join("topics.json.tmp");
         let bytes =
-            serde_json::to_vec_pretty(self).map_err(|e| io::Error::new(io::ErrorKind::Other, e))?;
+            serde_json::to_vec_pretty(self).map_err(io::Error::other)?;
         {
             use std::io::Write;
             let mut f = std::fs::File::create(&tmp)?;

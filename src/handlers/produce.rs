@@ -64,7 +64,7 @@ pub async fn handle(ctx: &Ctx, request: ProduceRequest) -> Outcome<ProduceRespon
         let mut partitions = Vec::with_capacity(topic.partition_data.len());
         for pd in topic.partition_data {
             let pending = match meta {
-                _ if !matches!(acks, 0 | 1 | -1) => {
+                _ if !(-1..=1).contains(&acks) => {
                     Pending::Done(ResponseError::InvalidRequiredAcks, None)
                 }
                 None => Pending::Done(missing, None),

@@ -66,7 +66,12 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, stop: Shutdown) {
         let _ = done_rx.await;
     })
     .await;
-    let _ = stream.borrow().shutdown(std::net::Shutdown::Both).await;
+    // The read side was dropped above and the writer task has ended, so the stream
+    // is normally ours alone; if a half still lives, dropping ours closes the socket
+    // once that half ends.
+    if let Ok(stream) = Rc::try_unwrap(stream) {
+        let _ = stream.into_inner().shutdown(std::net::Shutdown::Both).await;
+    }
 }
 
 async fn read_loop(

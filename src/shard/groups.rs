@@ -220,7 +220,8 @@ impl GroupHost {
         }
         enum Step {
             Append(Pin<Box<dyn Future<Output = Result<(), AppendError>>>>),
-            Respond(Option<oneshot::Sender<ResponseKind>>, ResponseKind),
+            // Boxed: a response is much larger than the other variant.
+            Respond(Option<oneshot::Sender<ResponseKind>>, Box<ResponseKind>),
         }
         let mut steps = Vec::with_capacity(outputs.len());
         for output in outputs {
@@ -245,14 +246,15 @@ impl GroupHost {
                     }
                 }
                 Output::Respond { token, response } => {
-                    steps.push(Step::Respond(self.waiting.borrow_mut().remove(&token), response));
+                    let waiting = self.waiting.borrow_mut().remove(&token);
+                    steps.push(Step::Respond(waiting, Box::new(response)));
                 }
             }
         }
         if steps.iter().all(|s| matches!(s, Step::Respond(..))) {
             for s in steps {
                 if let Step::Respond(Some(tx), r) = s {
-                    let _ = tx.send(r);
+                    let _ = tx.send(*r);
                 }
             }
             return;
@@ -268,7 +270,7 @@ impl GroupHost {
                         }
                     }
                     Step::Respond(Some(tx), r) => {
-                        let _ = tx.send(r);
+                        let _ = tx.send(*r);
                     }
                     Step::Respond(None, _) => {}
                 }
