@@ -123,8 +123,7 @@ impl Catalog {
         let dir = path.parent().expect("catalog path has a parent");
         std::fs::create_dir_all(dir)?;
         let tmp = dir.join("topics.json.tmp");
-        let bytes =
-            serde_json::to_vec_pretty(self).map_err(io::Error::other)?;
+        let bytes = serde_json::to_vec_pretty(self).map_err(io::Error::other)?;
         {
             use std::io::Write;
             let mut f = std::fs::File::create(&tmp)?;
