@@ -58,7 +58,12 @@ pub struct Config {
 
     /// Create a topic when a Metadata request names it (Kafka
     /// `auto.create.topics.enable`; producers ask for metadata first).
-    #[arg(long, env = "SHARDLOG_AUTO_CREATE_TOPICS", default_value_t = true, action = clap::ArgAction::Set)]
+    #[arg(
+        long,
+        env = "SHARDLOG_AUTO_CREATE_TOPICS",
+        default_value_t = true,
+        action = clap::ArgAction::Set
+    )]
     pub auto_create_topics: bool,
 
     /// Partitions of an auto-created topic (Kafka `num.partitions`).

@@ -44,17 +44,29 @@ fn main() -> ExitCode {
     let _lock = match lock_data_dir(&config.data_dir) {
         Ok(lock) => lock,
         Err(e) => {
-            tracing::error!(dir = %config.data_dir.display(), error = %e, "cannot lock the data dir; is another shardlog using it?");
+            tracing::error!(
+                dir = %config.data_dir.display(),
+                error = %e,
+                "cannot lock the data dir; is another shardlog using it?"
+            );
             return ExitCode::FAILURE;
         }
     };
 
     match shardlog::metadata::Catalog::init(&config.data_dir) {
         Ok(c) => {
-            tracing::info!(cluster_id = %c.cluster_id, topics = c.topics.len(), "topic catalog loaded")
+            tracing::info!(
+                cluster_id = %c.cluster_id,
+                topics = c.topics.len(),
+                "topic catalog loaded"
+            )
         }
         Err(e) => {
-            tracing::error!(dir = %config.data_dir.display(), error = %e, "cannot read or create the topic catalog");
+            tracing::error!(
+                dir = %config.data_dir.display(),
+                error = %e,
+                "cannot read or create the topic catalog"
+            );
             return ExitCode::FAILURE;
         }
     }
@@ -227,11 +239,14 @@ fn raise_memlock() {
             },
         );
     match (raised, getrlimit(Resource::RLIMIT_MEMLOCK)) {
-        (_, Ok((soft, _))) if soft == RLIM_INFINITY => tracing::info!("RLIMIT_MEMLOCK raised to unlimited"),
+        (_, Ok((soft, _))) if soft == RLIM_INFINITY => {
+            tracing::info!("RLIMIT_MEMLOCK raised to unlimited")
+        }
         (_, Ok((soft, hard))) => tracing::info!(
             memlock_bytes = soft,
             memlock_hard_bytes = hard,
-            "RLIMIT_MEMLOCK could not be raised further; glommio skips buffer registration if its io memory does not fit"
+            "RLIMIT_MEMLOCK could not be raised further; glommio skips buffer registration \
+             if its io memory does not fit"
         ),
         (_, Err(e)) => tracing::warn!(error = %e, "cannot read RLIMIT_MEMLOCK"),
     }

@@ -221,7 +221,8 @@ impl Catalog {
         };
         if total <= current {
             return Err(CatalogError::InvalidPartitions(format!(
-                "Topic currently has {current} partitions, which is higher than the requested {total}."
+                "Topic currently has {current} partitions, which is higher than the requested \
+                 {total}."
             )));
         }
         if total > MAX_PARTITIONS {

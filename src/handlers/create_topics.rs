@@ -65,7 +65,11 @@ pub async fn handle(ctx: &Ctx, request: CreateTopicsRequest) -> Outcome<CreateTo
                 "Replication factor must be larger than 0, or -1 to use the default value."
                     .to_string()
             } else {
-                format!("Unable to replicate the partition {} time(s): The target replication factor of {} cannot be reached because only 1 broker(s) are registered.", t.replication_factor, t.replication_factor)
+                format!(
+                    "Unable to replicate the partition {rf} time(s): The target replication \
+                     factor of {rf} cannot be reached because only 1 broker(s) are registered.",
+                    rf = t.replication_factor
+                )
             };
             results.push(fail(ResponseError::InvalidReplicationFactor, msg));
             continue;

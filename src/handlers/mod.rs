@@ -139,7 +139,9 @@ macro_rules! apis {
         /// Runs the handler of a decoded request; `None` for an API not in the table.
         async fn route(ctx: &Ctx, request: RequestKind) -> Option<Outcome<ResponseKind>> {
             match request {
-                $(RequestKind::$api(r) => Some($module::handle(ctx, r).await.map(ResponseKind::$api)),)*
+                $(RequestKind::$api(r) => {
+                    Some($module::handle(ctx, r).await.map(ResponseKind::$api))
+                })*
                 _ => None,
             }
         }

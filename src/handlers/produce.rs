@@ -127,7 +127,10 @@ fn validate(
         if size > max_message_bytes.max(0) as usize {
             return Err((
                 ResponseError::MessageTooLarge,
-                format!("The record batch is {size} bytes, larger than the maximum allowed ({max_message_bytes})"),
+                format!(
+                    "The record batch is {size} bytes, larger than the maximum allowed \
+                     ({max_message_bytes})"
+                ),
             ));
         }
         let batch = records.slice(at..at + size);
@@ -160,7 +163,11 @@ fn validate(
         {
             return Err((
                 ResponseError::InvalidTimestamp,
-                format!("Timestamp {} is more than {TIMESTAMP_AFTER_MAX_MS} ms ahead of the broker's clock", header.max_timestamp),
+                format!(
+                    "Timestamp {} is more than {TIMESTAMP_AFTER_MAX_MS} ms ahead of the \
+                     broker's clock",
+                    header.max_timestamp
+                ),
             ));
         }
         batches.push(batch);

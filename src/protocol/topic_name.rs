@@ -14,12 +14,14 @@ pub fn validate_topic_name(name: &str) -> Result<(), String> {
     }
     if name.len() > MAX_TOPIC_NAME_LEN {
         return Err(format!(
-            "Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LEN} characters, topic name: {name}"
+            "Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LEN} characters, \
+             topic name: {name}"
         ));
     }
     if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-') {
         return Err(format!(
-            "Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
+            "Topic name \"{name}\" is illegal, it contains a character other than ASCII \
+             alphanumerics, '.', '_' and '-'"
         ));
     }
     Ok(())

@@ -214,7 +214,11 @@ impl GroupHost {
             if let Output::Persist(record) = output {
                 let p = offsets_partition(record.group());
                 if let Err(e) = self.log_for(p).await {
-                    tracing::error!(partition = p, error = %e, "creating an offsets partition failed");
+                    tracing::error!(
+                        partition = p,
+                        error = %e,
+                        "creating an offsets partition failed"
+                    );
                 }
             }
         }
@@ -363,7 +367,12 @@ async fn replay(
                         count += 1;
                     }
                     Err(e) => {
-                        tracing::warn!(dir = %dir.display(), offset = r.offset, error = ?e, "skipping an undecodable group record")
+                        tracing::warn!(
+                            dir = %dir.display(),
+                            offset = r.offset,
+                            error = ?e,
+                            "skipping an undecodable group record"
+                        )
                     }
                 }
             }

@@ -154,7 +154,12 @@ impl Shard {
             let result =
                 if still_exists { owned.log.close().await } else { owned.log.delete().await };
             if let Err(e) = result {
-                tracing::warn!(topic = %key.0, partition = key.1, error = %e, "closing a removed partition log failed");
+                tracing::warn!(
+                    topic = %key.0,
+                    partition = key.1,
+                    error = %e,
+                    "closing a removed partition log failed"
+                );
             }
         }
 
@@ -172,7 +177,12 @@ impl Shard {
                         self.logs.borrow_mut().insert(key, Rc::new(owned));
                     }
                     Err(e) => {
-                        tracing::error!(topic = %t.name, partition = p, error = %e, "opening partition log failed")
+                        tracing::error!(
+                            topic = %t.name,
+                            partition = p,
+                            error = %e,
+                            "opening partition log failed"
+                        )
                     }
                 }
             }
