@@ -24,7 +24,7 @@ fn table() -> Vec<ApiVersion> {
 
 /// Answers a supported ApiVersions request with the full table.
 pub async fn handle(_ctx: &Ctx, _request: ApiVersionsRequest) -> Outcome<ApiVersionsResponse> {
-    Outcome::Ready(ApiVersionsResponse::default().with_error_code(0).with_api_keys(table()))
+    Outcome::Ready(ApiVersionsResponse::default().with_api_keys(table()))
 }
 
 /// KIP-511: a client may send ApiVersions at a version newer than this broker knows

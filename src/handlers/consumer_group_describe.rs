@@ -2,7 +2,9 @@
 //! shard, merged here in request order.
 
 use kafka_protocol::messages::consumer_group_describe_response::DescribedGroup;
-use kafka_protocol::messages::{ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse};
+use kafka_protocol::messages::{
+    ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, GroupId,
+};
 
 use super::{group_route, Ctx, Outcome, Versions};
 use crate::error::ResponseError;
@@ -15,20 +17,16 @@ pub async fn handle(
     mut request: ConsumerGroupDescribeRequest,
 ) -> Outcome<ConsumerGroupDescribeResponse> {
     let ids = std::mem::take(&mut request.group_ids);
-    let gather = group_route::scatter(
-        ctx,
-        ids,
-        |g| g.as_str(),
-        |part| request.clone().with_group_ids(part),
-        |r| r.groups,
-        |id| {
-            DescribedGroup::default()
-                .with_group_id(id)
-                .with_error_code(ResponseError::UnknownServerError.code())
-        },
-    )
-    .await;
+    let build = |part| request.clone().with_group_ids(part);
+    let gather = group_route::scatter_ids(ctx, ids, build, |r| r.groups, unanswered).await;
     Outcome::later(
         async move { ConsumerGroupDescribeResponse::default().with_groups(gather.await) },
     )
+}
+
+/// The result for a group whose coordinating shard did not answer (shutdown).
+fn unanswered(id: GroupId) -> DescribedGroup {
+    DescribedGroup::default()
+        .with_group_id(id)
+        .with_error_code(ResponseError::UnknownServerError.code())
 }

@@ -2,7 +2,7 @@
 //! tombstones are durable), results merged here in request order.
 
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
-use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse};
+use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse, GroupId};
 
 use super::{group_route, Ctx, Outcome, Versions};
 use crate::error::ResponseError;
@@ -12,18 +12,14 @@ pub const VERSIONS: Versions = Versions { min: 0, max: 2 };
 /// Deletes empty groups: NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND per group otherwise.
 pub async fn handle(ctx: &Ctx, mut request: DeleteGroupsRequest) -> Outcome<DeleteGroupsResponse> {
     let ids = std::mem::take(&mut request.groups_names);
-    let gather = group_route::scatter(
-        ctx,
-        ids,
-        |g| g.as_str(),
-        |part| request.clone().with_groups_names(part),
-        |r| r.results,
-        |id| {
-            DeletableGroupResult::default()
-                .with_group_id(id)
-                .with_error_code(ResponseError::UnknownServerError.code())
-        },
-    )
-    .await;
+    let build = |part| request.clone().with_groups_names(part);
+    let gather = group_route::scatter_ids(ctx, ids, build, |r| r.results, unanswered).await;
     Outcome::later(async move { DeleteGroupsResponse::default().with_results(gather.await) })
+}
+
+/// The result for a group whose coordinating shard did not answer (shutdown).
+fn unanswered(id: GroupId) -> DeletableGroupResult {
+    DeletableGroupResult::default()
+        .with_group_id(id)
+        .with_error_code(ResponseError::UnknownServerError.code())
 }

@@ -152,3 +152,19 @@ where
         slots.into_iter().zip(keep).map(|(r, item)| r.unwrap_or_else(|| missing(item))).collect()
     })
 }
+
+/// [`scatter`] for requests that list group ids (DescribeGroups, DeleteGroups,
+/// ConsumerGroupDescribe), answered by one response type per group.
+pub async fn scatter_ids<Q, R>(
+    ctx: &Ctx,
+    ids: Vec<GroupId>,
+    build: impl Fn(Vec<GroupId>) -> Q,
+    results: fn(Q::Response) -> Vec<R>,
+    missing: fn(GroupId) -> R,
+) -> Pin<Box<dyn Future<Output = Vec<R>>>>
+where
+    Q: GroupRequest,
+    R: 'static,
+{
+    scatter(ctx, ids, |g| g.as_str(), build, results, missing).await
+}
