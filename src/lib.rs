@@ -7,28 +7,34 @@
 //!
 //! | module | owns |
 //! | --- | --- |
-//! | [`config`] | the clap `Config`: every flag with its unit, default and `SHARDLOG_*` env fallback |
-//! | [`protocol`] | no I/O: frame limits, request header decode, the record batch header view |
-//! | [`net`] | per-core listener and `Connection`: frames in, responses out in request order |
-//! | [`handlers`] | one file per Kafka API: decode -> validate -> route -> respond; the API registry |
-//! | [`shard`] | `ShardTable` (partition -> owning shard) and the typed cross-core messages |
-//! | [`log`] | `PartitionLog`: segments, offset and time index, batch cache, recovery, producer state |
-//! | [`metadata`] | the topic catalog: names, ids, partitions, configs, placement; persisted |
-//! | [`topic_config`] | topic config names, defaults, validation, and the resolved per-topic values |
+//! | [`config`] | the clap `Config`: every flag with unit, default, `SHARDLOG_*` env |
+//! | [`protocol`] | no I/O: frames, request headers, record batch view and scan |
+//! | [`net`] | per-core listener; `Connection`: frames in, responses out in order |
+//! | [`handlers`] | one file per Kafka API, one two-phase shape; the `apis!` table |
+//! | [`shard`] | per-core `Shard` state; the typed `ShardMessage`s between cores |
+//! | [`log`] | `PartitionLog`: segments, indexes, tail cache, recovery, producers |
+//! | [`coordinator`] | the consumer group coordinator, a pure state machine |
+//! | [`metadata`] | the topic catalog: names, ids, partitions, placement; persisted |
+//! | [`topic_config`] | topic config names, defaults, validation, resolved values |
+//! | [`error`] | Kafka error codes (`ResponseError`) and internal errors' mapping |
+//! | [`clock`] | the wall clock in ms |
 //! | [`shutdown`] | the SIGINT/SIGTERM flag and the cross-shard drain barrier |
-//! | [`coordinator`] | consumer group coordinator and committed offsets |
+//!
+//! `ARCHITECTURE.md` follows a Produce and a Fetch through these modules.
 //!
 //! ## Invariants
 //!
 //! - Only the owning shard reads or writes a partition's log. No `Arc<Mutex<_>>`, no
 //!   `RefCell` borrow held across `.await`, on the data path.
-//! - Cross-core traffic is only the [`shard`] module's message enums, never closures.
+//! - Cross-core traffic is only [`shard::ShardMessage`], never closures; control
+//!   requests can only be addressed to the control shard.
 //! - [`protocol`] does no I/O and never imports glommio.
 //! - Every type that lives on a shard says in its doc comment which core(s) it lives on.
 //! - Responses on one connection leave in the order the requests arrived; `acks=0`
 //!   produce gets no response at all.
 //! - Every size the network hands us (frame length, array count, string length, batch
 //!   length) is checked against a limit before anything is allocated.
+//! - Kafka error codes come only from [`error`] (`ResponseError`), never as numbers.
 //! - Decisions are separated from I/O where cheap: the group coordinator is a state
 //!   machine fed with requests and the current time; the batch scan used by recovery
 //!   works on a byte slice.

@@ -16,7 +16,7 @@
 //!
 //! # The table
 //!
-//! [`apis!`] below is the only list of APIs. It generates both [`REGISTRY`] (what
+//! The `apis!` macro below is the only list of APIs. It generates both [`REGISTRY`] (what
 //! ApiVersions advertises) and the dispatch `match` (what is served), so the two
 //! cannot drift. Adding an API is one new file plus one line in that table.
 

@@ -235,7 +235,7 @@ impl Segment {
     }
 
     /// Recovery scan of the file bytes `[from, file_end)`: reads them in DMA reads of
-    /// [`SCAN_CHUNK`] bytes (longer when one batch is longer) and runs the pure
+    /// `SCAN_CHUNK` bytes (longer when one batch is longer) and runs the pure
     /// [`BatchScan`] over each read, which checks every batch's header, length and CRC32C.
     /// Calls `f(position in the file, header)` for each valid batch, in order. Returns the
     /// end of the last valid batch (a file position) and why the scan stopped there:

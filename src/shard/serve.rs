@@ -1,4 +1,4 @@
-//! Executing [`ShardRequest`]s on the shard that received them.
+//! Executing [`ShardMessage`]s on the shard that received them.
 //!
 //! Appends are started in arrival order: the offset assignment of one append happens
 //! before the next message is taken from the channel, so a connection's pipelined
