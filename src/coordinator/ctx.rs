@@ -13,6 +13,8 @@ use super::{CoordinatorConfig, Output, RequestToken};
 /// What one coordinator call needs besides the group itself.
 pub(crate) struct Ctx<'a> {
     pub cfg: &'a CoordinatorConfig,
+    /// The id of the group the call works on (for the records it persists).
+    pub group_id: &'a str,
     /// Current time, ms since the Unix epoch.
     pub now: i64,
     pub out: &'a mut Vec<Output>,

@@ -4,6 +4,7 @@
 use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse, ResponseKind};
 use kafka_protocol::ResponseError;
 
+use super::classic::ClassicGroup;
 use super::ctx::Ctx;
 use super::group::Group;
 use super::state::GroupState;
@@ -50,7 +51,8 @@ impl GroupCoordinator {
         if let Some(code) = self.validate_group_status(group_id, false) {
             return code;
         }
-        let Some(group) = self.groups.get_mut(group_id) else {
+        // A consumer-protocol group has no classic members.
+        let Some(group) = self.groups.get_mut(group_id).and_then(Group::as_classic_mut) else {
             return ResponseError::UnknownMemberId.code();
         };
         if let Some(code) = group.validate_current_member(member_id, instance) {
@@ -74,7 +76,7 @@ impl GroupCoordinator {
     }
 }
 
-impl Group {
+impl ClassicGroup {
     /// Kafka's `removeMemberAndUpdateGroup`: a parked JoinGroup of the member gets
     /// UNKNOWN_MEMBER_ID; a Stable/CompletingRebalance group rebalances; a rebalancing
     /// group may now complete.

@@ -5,10 +5,12 @@ use bytes::Bytes;
 use kafka_protocol::messages::JoinGroupRequest;
 use kafka_protocol::ResponseError;
 
+use super::classic::{ClassicGroup, JoinTimer};
 use super::config::NEW_MEMBER_JOIN_TIMEOUT_MS;
 use super::ctx::{Ctx, JoinResult};
-use super::group::{Group, JoinTimer};
+use super::group::{Group, GroupKind};
 use super::member::{Member, Parked};
+use super::records::GroupRecord;
 use super::state::GroupState;
 use super::{GroupCoordinator, Output, RequestToken};
 
@@ -103,9 +105,11 @@ impl GroupCoordinator {
             fail(&mut out, &args.member_id, ResponseError::InvalidSessionTimeout.code());
             return out;
         }
-        if let Some(g) = self.groups.get(&group_id) {
-            if let Some(cg) = &g.consumer {
-                if !cg.members.is_empty() {
+        let is_unknown = args.member_id.is_empty();
+        match self.groups.get_mut(&group_id) {
+            Some(g) => match &g.kind {
+                GroupKind::Classic(_) => {}
+                GroupKind::Consumer(cg) if !cg.members.is_empty() => {
                     // A consumer-protocol (KIP-848) group with members.
                     fail(
                         &mut out,
@@ -114,33 +118,33 @@ impl GroupCoordinator {
                     );
                     return out;
                 }
-                // An empty consumer group becomes a classic one; its offsets stay.
-                let old = self.remove_group(&group_id).expect("group exists");
-                let mut g = Group::new(&group_id, Some(now_ms));
-                g.offsets = old.offsets;
-                self.groups.insert(group_id.clone(), g);
-                out.push(Output::Persist(super::GroupRecord::GroupTombstone {
-                    group: group_id.clone(),
-                }));
-            }
-        }
-        let is_unknown = args.member_id.is_empty();
-        if !self.groups.contains_key(&group_id) {
-            if !is_unknown {
+                GroupKind::Consumer(_) => {
+                    // An empty consumer group becomes a classic one; its offsets stay.
+                    g.kind = GroupKind::Classic(ClassicGroup::new(Some(now_ms)));
+                    out.push(Output::Persist(GroupRecord::GroupTombstone {
+                        group: group_id.clone(),
+                    }));
+                }
+            },
+            None if !is_unknown => {
                 fail(&mut out, &args.member_id, ResponseError::UnknownMemberId.code());
                 return out;
             }
-            self.groups.insert(group_id.clone(), Group::new(&group_id, Some(now_ms)));
+            None => {
+                self.groups.insert(group_id.clone(), Group::classic(&group_id, Some(now_ms)));
+            }
         }
         let new_id = if is_unknown {
             let prefix = args.instance.clone().unwrap_or_else(|| client_id.to_string());
-            Some(self.next_member_id(&prefix))
+            Some(self.ids.next_member_id(&prefix))
         } else {
             None
         };
         let max_size = self.config.max_group_size;
-        let group = self.groups.get_mut(&group_id).expect("group exists");
-        let mut ctx = Ctx { cfg: &self.config, now: now_ms, out: &mut out };
+        let Some(group) = self.groups.get_mut(&group_id).and_then(Group::as_classic_mut) else {
+            return out; // unreachable: made classic above
+        };
+        let mut ctx = Ctx { cfg: &self.config, group_id: &group_id, now: now_ms, out: &mut out };
         if !group.accept_joining_member(&args.member_id, max_size) {
             group.remove_member(&args.member_id, &mut ctx);
             ctx.respond_join(
@@ -160,7 +164,7 @@ impl GroupCoordinator {
     }
 }
 
-impl Group {
+impl ClassicGroup {
     /// Kafka's `acceptJoiningMember` (group.max.size).
     pub fn accept_joining_member(&self, member_id: &str, max_size: i32) -> bool {
         let max = max_size.max(0) as usize;
@@ -344,7 +348,7 @@ impl Group {
                 if self.select_protocol() == self.protocol_name {
                     // No rebalance: persist the new member id, answer with the current
                     // generation (followers then SyncGroup for their current assignment).
-                    ctx.persist(self.metadata_record());
+                    ctx.persist(self.metadata_record(ctx.group_id));
                     let parked = self.members.get_mut(&new_id).and_then(|m| m.awaiting_join.take());
                     let Some(parked) = parked else { return };
                     let result = if args.supports_skip_assignment {
@@ -442,7 +446,7 @@ impl Group {
         }
         self.init_next_generation(ctx.now);
         if self.is(GroupState::Empty) {
-            ctx.persist(self.metadata_record());
+            ctx.persist(self.metadata_record(ctx.group_id));
             return;
         }
         let ids: Vec<String> = self.members.keys().cloned().collect();

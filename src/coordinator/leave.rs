@@ -5,6 +5,7 @@ use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse, ResponseKi
 use kafka_protocol::ResponseError;
 
 use super::ctx::{sb, Ctx};
+use super::group::Group;
 use super::state::GroupState;
 use super::{GroupCoordinator, Output, RequestToken};
 
@@ -76,11 +77,12 @@ impl GroupCoordinator {
         if let Some(code) = self.validate_group_status(group_id, false) {
             return (code, Vec::new());
         }
-        let Some(group) = self.groups.get_mut(group_id) else {
+        // A consumer-protocol group has no classic members.
+        let Some(group) = self.groups.get_mut(group_id).and_then(Group::as_classic_mut) else {
             let unknown = ResponseError::UnknownMemberId.code();
             return (0, leaving.iter().map(|l| (l.clone(), unknown)).collect());
         };
-        let mut ctx = Ctx { cfg: &self.config, now, out };
+        let mut ctx = Ctx { cfg: &self.config, group_id, now, out };
         let mut results = Vec::with_capacity(leaving.len());
         for (member_id, instance) in leaving {
             let code = if member_id.is_empty() {

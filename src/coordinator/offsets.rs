@@ -19,8 +19,8 @@ use kafka_protocol::messages::{
 use kafka_protocol::ResponseError;
 
 use super::consumer::validate_member_epoch;
-use super::ctx::{sb, Ctx};
-use super::group::{CommittedOffset, Group, CONSUMER_PROTOCOL_TYPE};
+use super::ctx::sb;
+use super::group::{CommittedOffset, Group, GroupKind, CONSUMER_PROTOCOL_TYPE};
 use super::records::GroupRecord;
 use super::state::GroupState;
 use super::{GroupCoordinator, Output, RequestToken};
@@ -144,18 +144,21 @@ impl GroupCoordinator {
             if generation >= 0 {
                 return Some(ResponseError::IllegalGeneration.code());
             }
-            self.groups.insert(group_id.to_string(), Group::new(group_id, Some(now)));
+            self.groups.insert(group_id.to_string(), Group::classic(group_id, Some(now)));
         }
-        let group = self.groups.get_mut(group_id).expect("group exists");
-        if let Some(cg) = group.consumer.as_ref() {
-            // Consumer-protocol group: `generation` is the member epoch (Kafka's
-            // `ConsumerGroup.validateOffsetCommit`); members must use v9+.
-            let simple = generation < 0 && cg.members.is_empty();
-            if !simple && version < 9 && cg.members.contains_key(member_id) {
-                return Some(ResponseError::UnsupportedVersion.code());
+        let group = match self.groups.get_mut(group_id).map(|g| &mut g.kind) {
+            None => return Some(ResponseError::IllegalGeneration.code()), // unreachable
+            Some(GroupKind::Classic(c)) => c,
+            Some(GroupKind::Consumer(cg)) => {
+                // Consumer-protocol group: `generation` is the member epoch (Kafka's
+                // `ConsumerGroup.validateOffsetCommit`); members must use v9+.
+                let simple = generation < 0 && cg.members.is_empty();
+                if !simple && version < 9 && cg.members.contains_key(member_id) {
+                    return Some(ResponseError::UnsupportedVersion.code());
+                }
+                return validate_member_epoch(cg, member_id, generation);
             }
-            return validate_member_epoch(cg, member_id, generation);
-        }
+        };
         if generation >= 0 || !member_id.is_empty() || instance.is_some() {
             if let Some(code) = group.validate_current_member(member_id, instance) {
                 return Some(code);
@@ -176,7 +179,7 @@ impl GroupCoordinator {
                 None
             }
             GroupState::CompletingRebalance => Some(ResponseError::RebalanceInProgress.code()),
-            GroupState::Dead => Some(ResponseError::CoordinatorNotAvailable.code()),
+            GroupState::Dead => Some(ResponseError::CoordinatorNotAvailable.code()), // never
         }
     }
 
@@ -284,9 +287,7 @@ impl GroupCoordinator {
             return (code, Vec::new());
         }
         let group = self.groups.get(group_id);
-        if let (Some((member_id, epoch)), Some(cg)) =
-            (member, group.and_then(|g| g.consumer.as_deref()))
-        {
+        if let (Some((member_id, epoch)), Some(cg)) = (member, group.and_then(Group::as_consumer)) {
             let code = match cg.members.get(member_id) {
                 None => Some(ResponseError::UnknownMemberId.code()),
                 Some(_) => validate_member_epoch(cg, member_id, epoch),
@@ -340,7 +341,7 @@ impl GroupCoordinator {
         token: RequestToken,
         _version: i16,
         req: OffsetDeleteRequest,
-        now_ms: i64,
+        _now_ms: i64,
     ) -> Vec<Output> {
         let mut out = Vec::new();
         let group_id = req.group_id.0.to_string();
@@ -348,10 +349,10 @@ impl GroupCoordinator {
         let top = self.validate_group_status(&group_id, false).or_else(|| {
             match self.groups.get(&group_id) {
                 None => Some(ResponseError::GroupIdNotFound.code()),
-                Some(g) => match g.state {
+                Some(g) => match g.state() {
                     GroupState::Dead => Some(ResponseError::GroupIdNotFound.code()),
                     GroupState::Empty => None,
-                    _ if g.protocol_type.as_deref() == Some(CONSUMER_PROTOCOL_TYPE) => None,
+                    _ if g.protocol_type() == Some(CONSUMER_PROTOCOL_TYPE) => None,
                     _ => Some(ResponseError::NonEmptyGroup.code()),
                 },
             }
@@ -360,7 +361,7 @@ impl GroupCoordinator {
             r.error_code = code;
         } else {
             let g = self.groups.get_mut(&group_id).expect("group exists");
-            let empty = g.is(GroupState::Empty);
+            let empty = g.state() == GroupState::Empty;
             let mut any_eligible = false;
             for t in &req.topics {
                 let mut rt = OffsetDeleteResponseTopic::default();
@@ -384,11 +385,9 @@ impl GroupCoordinator {
                 }
                 r.topics.push(rt);
             }
-            let mut ctx = Ctx { cfg: &self.config, now: now_ms, out: &mut out };
-            if any_eligible {
-                g.maybe_mark_dead(&mut ctx);
+            if any_eligible && g.maybe_mark_dead(&mut out) {
+                self.remove_group(&group_id);
             }
-            self.drop_if_dead(&group_id);
         }
         self.reschedule(&group_id);
         out.push(Output::Respond { token, response: ResponseKind::OffsetDelete(r) });
@@ -401,11 +400,11 @@ impl GroupCoordinator {
         let mut ids: Vec<String> = self.groups.keys().cloned().collect();
         ids.sort();
         for id in ids {
-            let g = self.groups.get_mut(&id).expect("group exists");
-            let mut ctx = Ctx { cfg: &self.config, now, out: &mut *out };
-            g.remove_expired_offsets(&mut ctx);
-            g.maybe_mark_dead(&mut ctx);
-            self.drop_if_dead(&id);
+            let Some(g) = self.groups.get_mut(&id) else { continue };
+            g.remove_expired_offsets(self.config.offsets_retention_ms, now, out);
+            if g.maybe_mark_dead(out) {
+                self.remove_group(&id);
+            }
         }
     }
 }
@@ -419,35 +418,34 @@ impl Group {
     ///   expire `offsets_retention_ms` after their commit.
     /// - No protocol type (simple consumers): each offset expires after its commit.
     /// - Explicit v2-4 expire timestamps win in all three cases.
-    fn remove_expired_offsets(&mut self, ctx: &mut Ctx) {
-        let retention = ctx.cfg.offsets_retention_ms;
-        let now = ctx.now;
-        let mode = match self.protocol_type.as_deref() {
-            Some(_) if self.is(GroupState::Empty) => 0,
-            Some(CONSUMER_PROTOCOL_TYPE)
-                if self.subscribed_topics.is_some() && self.is(GroupState::Stable) =>
-            {
-                1
+    fn remove_expired_offsets(&mut self, retention_ms: i64, now: i64, out: &mut Vec<Output>) {
+        let state = self.state();
+        let consumer = self.protocol_type() == Some(CONSUMER_PROTOCOL_TYPE);
+        let (since_empty, unsubscribed_only) = match self.protocol_type() {
+            Some(_) if state == GroupState::Empty => (true, false),
+            Some(_) if consumer && self.knows_subscriptions() && state == GroupState::Stable => {
+                (false, true)
             }
-            None => 2,
+            None => (false, false),
             _ => return,
         };
+        let state_ts = self.state_timestamp_ms();
         let expired: Vec<(String, i32)> = self
             .offsets
             .iter()
             .filter(|((topic, _), c)| {
-                if mode == 1 && self.subscribed_topics.as_ref().is_some_and(|s| s.contains(topic)) {
+                if unsubscribed_only && self.is_subscribed_to(topic) {
                     return false;
                 }
                 match c.expire_timestamp_ms {
                     Some(e) => now >= e,
                     None => {
-                        let base = if mode == 0 {
-                            self.state_timestamp_ms.unwrap_or(c.commit_timestamp_ms)
+                        let base = if since_empty {
+                            state_ts.unwrap_or(c.commit_timestamp_ms)
                         } else {
                             c.commit_timestamp_ms
                         };
-                        now - base >= retention
+                        now - base >= retention_ms
                     }
                 }
             })
@@ -455,20 +453,22 @@ impl Group {
             .collect();
         for (topic, partition) in expired {
             self.offsets.remove(&(topic.clone(), partition));
-            ctx.persist(GroupRecord::OffsetTombstone {
+            out.push(Output::Persist(GroupRecord::OffsetTombstone {
                 group: self.group_id.clone(),
                 topic,
                 partition,
-            });
+            }));
         }
     }
 
-    /// An Empty group without offsets becomes Dead; its metadata is tombstoned.
-    pub fn maybe_mark_dead(&mut self, ctx: &mut Ctx) {
-        if self.is(GroupState::Empty) && self.offsets.is_empty() {
-            self.transition(GroupState::Dead, ctx.now);
-            ctx.persist(GroupRecord::GroupTombstone { group: self.group_id.clone() });
+    /// Whether the group is dead: Empty and without offsets. If so its metadata is
+    /// tombstoned (the caller then forgets the group).
+    pub fn maybe_mark_dead(&mut self, out: &mut Vec<Output>) -> bool {
+        let dead = self.state() == GroupState::Empty && self.offsets.is_empty();
+        if dead {
+            out.push(Output::Persist(GroupRecord::GroupTombstone { group: self.group_id.clone() }));
         }
+        dead
     }
 }
 

@@ -1,7 +1,7 @@
 //! Durable coordinator state: committed offsets and group metadata as key/value records
 //! of the internal log (the role of Kafka's `__consumer_offsets` records,
-//! `GroupMetadataManager.offsetCommitKey/Value`, `groupMetadataKey/Value`), and
-//! replaying them at start-up.
+//! `GroupMetadataManager.offsetCommitKey/Value`, `groupMetadataKey/Value`). Replaying
+//! them at start-up is `load.rs`.
 //!
 //! Format (big-endian, compact, versioned; not Kafka's):
 //! - key: `kind: u8` (1 = offset, 2 = group), `group: str`, and for offsets
@@ -22,11 +22,6 @@
 //! added later), trailing bytes after a key are an error.
 
 use bytes::Bytes;
-
-use super::group::{CommittedOffset, Group};
-use super::member::Member;
-use super::state::GroupState;
-use super::GroupCoordinator;
 
 const KEY_OFFSET: u8 = 1;
 const KEY_GROUP: u8 = 2;
@@ -579,119 +574,4 @@ fn offset_key(key: &mut Vec<u8>, group: &str, topic: &str, partition: i32) {
     put_str(key, group);
     put_str(key, topic);
     key.extend_from_slice(&partition.to_be_bytes());
-}
-
-impl GroupCoordinator {
-    /// Replay one record of the internal log (start-up, in log order). Kafka source:
-    /// `GroupMetadataManager.loadGroupsAndOffsets` / `GroupMetadata.loadGroup`.
-    ///
-    /// A group with stored members comes back Stable in its stored generation (members
-    /// keep their ids and assignments and must heartbeat within their session timeout,
-    /// armed by `set_loading(false, now)`); without members it is Empty. A group
-    /// tombstone clears the metadata (offsets have their own tombstones). A consumer
-    /// group ([`GroupRecord::ConsumerGroup`]) comes back with its epochs, members
-    /// (epochs, subscriptions, current and target assignments) and subscription
-    /// metadata; its members' session timers start at `set_loading(false, now)`.
-    pub fn load(&mut self, record: GroupRecord) {
-        match record {
-            GroupRecord::Offset {
-                group,
-                topic,
-                partition,
-                offset,
-                leader_epoch,
-                metadata,
-                commit_timestamp_ms,
-                expire_timestamp_ms,
-            } => {
-                let g =
-                    self.groups.entry(group.clone()).or_insert_with(|| Group::new(&group, None));
-                g.offsets.insert(
-                    (topic, partition),
-                    CommittedOffset {
-                        offset,
-                        leader_epoch,
-                        metadata,
-                        commit_timestamp_ms,
-                        expire_timestamp_ms,
-                    },
-                );
-            }
-            GroupRecord::OffsetTombstone { group, topic, partition } => {
-                if let Some(g) = self.groups.get_mut(&group) {
-                    g.offsets.remove(&(topic, partition));
-                    if g.offsets.is_empty() && !has_metadata(g) {
-                        self.remove_group(&group);
-                    }
-                }
-            }
-            GroupRecord::GroupMetadata {
-                group,
-                protocol_type,
-                generation,
-                protocol,
-                leader,
-                current_state_timestamp_ms,
-                members,
-            } => {
-                let offsets = self.remove_group(&group).map(|g| g.offsets).unwrap_or_default();
-                let mut g = Group::new(&group, current_state_timestamp_ms);
-                g.offsets = offsets;
-                g.protocol_type = (!protocol_type.is_empty()).then_some(protocol_type.clone());
-                g.generation = generation;
-                g.protocol_name = protocol.clone();
-                let protocol = protocol.unwrap_or_default();
-                for m in members {
-                    if let Some(i) = &m.group_instance_id {
-                        g.static_members.insert(i.clone(), m.member_id.clone());
-                    }
-                    g.members.insert(
-                        m.member_id.clone(),
-                        Member {
-                            member_id: m.member_id,
-                            group_instance_id: m.group_instance_id,
-                            client_id: m.client_id,
-                            client_host: m.client_host,
-                            rebalance_timeout_ms: m.rebalance_timeout_ms,
-                            session_timeout_ms: m.session_timeout_ms,
-                            protocol_type: protocol_type.clone(),
-                            protocols: vec![(protocol.clone(), m.subscription)],
-                            assignment: m.assignment,
-                            awaiting_join: None,
-                            awaiting_sync: None,
-                            is_new: false,
-                            heartbeat_deadline: None,
-                        },
-                    );
-                }
-                g.leader = leader
-                    .filter(|l| g.members.contains_key(l))
-                    .or_else(|| g.members.keys().next().cloned());
-                g.state = if g.members.is_empty() { GroupState::Empty } else { GroupState::Stable };
-                g.subscribed_topics = g.compute_subscribed_topics();
-                self.groups.insert(group, g);
-            }
-            GroupRecord::ConsumerGroup { .. } => {
-                let id = record.group().to_string();
-                let offsets = self.remove_group(&id).map(|g| g.offsets).unwrap_or_default();
-                let mut g = Group::from_consumer_record(record);
-                g.offsets = offsets;
-                self.groups.insert(id, g);
-            }
-            GroupRecord::GroupTombstone { group } => {
-                if let Some(old) = self.remove_group(&group) {
-                    if !old.offsets.is_empty() {
-                        let mut g = Group::new(&group, None);
-                        g.offsets = old.offsets;
-                        self.groups.insert(group, g);
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// Whether a loaded group carries metadata of its own (not just offsets).
-fn has_metadata(g: &Group) -> bool {
-    g.generation > 0 || g.protocol_type.is_some() || !g.members.is_empty()
 }

@@ -7,6 +7,7 @@ use bytes::Bytes;
 use kafka_protocol::messages::{ResponseKind, SyncGroupRequest};
 use kafka_protocol::ResponseError;
 
+use super::classic::ClassicGroup;
 use super::ctx::{Ctx, SyncResult};
 use super::group::Group;
 use super::member::Parked;
@@ -68,11 +69,12 @@ impl GroupCoordinator {
             fail(&mut out, code);
             return out;
         }
-        let Some(group) = self.groups.get_mut(&group_id) else {
+        // A consumer-protocol group has no classic members.
+        let Some(group) = self.groups.get_mut(&group_id).and_then(Group::as_classic_mut) else {
             fail(&mut out, ResponseError::UnknownMemberId.code());
             return out;
         };
-        let mut ctx = Ctx { cfg: &self.config, now: now_ms, out: &mut out };
+        let mut ctx = Ctx { cfg: &self.config, group_id: &group_id, now: now_ms, out: &mut out };
         let assignments: HashMap<String, Bytes> =
             req.assignments.into_iter().map(|a| (a.member_id.to_string(), a.assignment)).collect();
         group.do_sync(
@@ -90,7 +92,7 @@ impl GroupCoordinator {
     }
 }
 
-impl Group {
+impl ClassicGroup {
     /// Kafka's `validateSyncGroup` + `doSyncGroup`.
     #[allow(clippy::too_many_arguments)]
     fn do_sync(
@@ -136,7 +138,7 @@ impl Group {
                     for m in self.members.values_mut() {
                         m.assignment = assignments.get(&m.member_id).cloned().unwrap_or_default();
                     }
-                    ctx.persist(self.metadata_record());
+                    ctx.persist(self.metadata_record(ctx.group_id));
                     self.propagate_assignment(0, ctx);
                     self.transition(GroupState::Stable, ctx.now);
                 }
