@@ -193,7 +193,7 @@ impl ClassicGroup {
                     self.static_members.remove(instance);
                 }
             }
-            let unknown = ResponseError::UnknownMemberId.code();
+            let unknown = ResponseError::UnknownMemberId;
             if let Some(p) = m.awaiting_join {
                 ctx.respond_join(p, JoinResult::error("", unknown));
             }
@@ -211,20 +211,22 @@ impl ClassicGroup {
 
     /// Kafka's `validateCurrentMember`: FENCED_INSTANCE_ID if the instance id maps to
     /// another member id, UNKNOWN_MEMBER_ID if unknown.
-    pub fn validate_current_member(&self, member_id: &str, instance: Option<&str>) -> Option<i16> {
+    pub fn validate_current_member(
+        &self,
+        member_id: &str,
+        instance: Option<&str>,
+    ) -> Option<ResponseError> {
         if let Some(instance) = instance {
             return match self.current_static_member_id(instance) {
-                Some(current) if current != member_id => {
-                    Some(ResponseError::FencedInstanceId.code())
-                }
+                Some(current) if current != member_id => Some(ResponseError::FencedInstanceId),
                 Some(_) => None,
-                None => Some(ResponseError::UnknownMemberId.code()),
+                None => Some(ResponseError::UnknownMemberId),
             };
         }
         if self.members.contains_key(member_id) {
             None
         } else {
-            Some(ResponseError::UnknownMemberId.code())
+            Some(ResponseError::UnknownMemberId)
         }
     }
 
@@ -246,7 +248,7 @@ impl ClassicGroup {
     /// The join response for a member of the current generation.
     pub fn join_result_for(&self, member_id: &str, with_members: bool) -> JoinResult {
         JoinResult {
-            error: 0,
+            error: None,
             generation_id: self.generation,
             protocol_type: self.protocol_type.clone(),
             protocol_name: self.protocol_name.clone(),

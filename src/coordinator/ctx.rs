@@ -9,6 +9,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::member::Parked;
 use super::records::GroupRecord;
 use super::{CoordinatorConfig, Output, RequestToken};
+use crate::error::{code, ResponseError};
 
 /// What one coordinator call needs besides the group itself.
 pub(crate) struct Ctx<'a> {
@@ -47,7 +48,8 @@ pub(crate) fn sb(s: &str) -> StrBytes {
 /// Kafka's `JoinGroupResult`.
 #[derive(Debug, Clone)]
 pub(crate) struct JoinResult {
-    pub error: i16,
+    /// `None` = NONE.
+    pub error: Option<ResponseError>,
     pub generation_id: i32,
     pub protocol_type: Option<String>,
     pub protocol_name: Option<String>,
@@ -59,9 +61,9 @@ pub(crate) struct JoinResult {
 
 impl JoinResult {
     /// `JoinGroupResult(memberId, error)`: generation -1, no protocol, no leader.
-    pub fn error(member_id: &str, error: i16) -> Self {
+    pub fn error(member_id: &str, error: ResponseError) -> Self {
         JoinResult {
-            error,
+            error: Some(error),
             generation_id: -1,
             protocol_type: None,
             protocol_name: None,
@@ -76,7 +78,7 @@ impl JoinResult {
     /// "" instead of null before v7 and null instead of "" from v7.
     pub fn into_response(self, version: i16) -> JoinGroupResponse {
         let mut r = JoinGroupResponse::default();
-        r.error_code = self.error;
+        r.error_code = code(self.error);
         r.generation_id = self.generation_id;
         r.protocol_type = self.protocol_type.as_deref().map(sb);
         r.protocol_name = match self.protocol_name {
@@ -96,20 +98,27 @@ impl JoinResult {
 /// Kafka's `SyncGroupResult`.
 #[derive(Debug, Clone)]
 pub(crate) struct SyncResult {
-    pub error: i16,
+    /// `None` = NONE.
+    pub error: Option<ResponseError>,
     pub protocol_type: Option<String>,
     pub protocol_name: Option<String>,
     pub assignment: Bytes,
 }
 
 impl SyncResult {
-    pub fn error(error: i16) -> Self {
-        SyncResult { error, protocol_type: None, protocol_name: None, assignment: Bytes::new() }
+    /// A refusal: no protocol, no assignment.
+    pub fn error(error: ResponseError) -> Self {
+        SyncResult {
+            error: Some(error),
+            protocol_type: None,
+            protocol_name: None,
+            assignment: Bytes::new(),
+        }
     }
 
     pub fn into_response(self, _version: i16) -> SyncGroupResponse {
         let mut r = SyncGroupResponse::default();
-        r.error_code = self.error;
+        r.error_code = code(self.error);
         r.protocol_type = self.protocol_type.as_deref().map(sb);
         r.protocol_name = self.protocol_name.as_deref().map(sb);
         r.assignment = self.assignment;

@@ -8,13 +8,12 @@ use kafka_protocol::messages::{
     DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest, DescribeGroupsResponse,
     ListGroupsRequest, ListGroupsResponse, ResponseKind,
 };
-use kafka_protocol::ResponseError;
 
 use super::ctx::sb;
 use super::group::GroupKind;
-use super::records::GroupRecord;
 use super::state::GroupState;
 use super::{GroupCoordinator, Output, RequestToken};
+use crate::error::{code, ResponseError};
 
 /// Group type reported by ListGroups v5+ for classic-protocol groups.
 const CLASSIC_GROUP_TYPE: &str = "classic";
@@ -108,8 +107,8 @@ impl GroupCoordinator {
                 d.authorized_operations = GROUP_AUTHORIZED_OPERATIONS;
             }
             let group = self.groups.get(id.0.as_str()).map(|g| &g.kind);
-            if let Some(code) = self.validate_group_status(&id.0, true) {
-                d.error_code = code;
+            if let Some(e) = self.validate_group_status(&id.0, true) {
+                d.error_code = e.code();
             } else if let Some(GroupKind::Consumer(cg)) = group {
                 cg.describe_classic(&self.topics, &mut d);
             } else if let Some(GroupKind::Classic(g)) = group {
@@ -149,8 +148,9 @@ impl GroupCoordinator {
     /// DeleteGroups, versions 0-2. Kafka source: `GroupCoordinator.handleDeleteGroups`.
     ///
     /// Only Empty groups (classic, or consumer-protocol without members) are deleted:
-    /// tombstones for each offset and the group are persisted before the response. Errors per group: COORDINATOR_LOAD_IN_PROGRESS,
-    /// GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP. Duplicate ids are answered once.
+    /// tombstones for each offset and the group are persisted before the response.
+    /// Errors per group: COORDINATOR_LOAD_IN_PROGRESS, GROUP_ID_NOT_FOUND,
+    /// NON_EMPTY_GROUP. Duplicate ids are answered once.
     pub fn delete_groups(
         &mut self,
         token: RequestToken,
@@ -165,31 +165,23 @@ impl GroupCoordinator {
             if !seen.insert(id.0.to_string()) {
                 continue;
             }
-            let code = if let Some(code) = self.validate_group_status(&id.0, true) {
-                code
+            let error = if let Some(e) = self.validate_group_status(&id.0, true) {
+                Some(e)
             } else {
                 match self.groups.get(id.0.as_str()).map(|g| g.state()) {
-                    None | Some(GroupState::Dead) => ResponseError::GroupIdNotFound.code(),
+                    None | Some(GroupState::Dead) => Some(ResponseError::GroupIdNotFound),
                     Some(GroupState::Empty) => {
-                        let g = self.remove_group(id.0.as_str()).expect("group exists");
-                        for (topic, partition) in g.offsets.keys() {
-                            out.push(Output::Persist(GroupRecord::OffsetTombstone {
-                                group: g.group_id.clone(),
-                                topic: topic.clone(),
-                                partition: *partition,
-                            }));
+                        if let Some(g) = self.remove_group(id.0.as_str()) {
+                            out.extend(g.tombstones().map(Output::Persist));
                         }
-                        out.push(Output::Persist(GroupRecord::GroupTombstone {
-                            group: g.group_id.clone(),
-                        }));
-                        0
+                        None
                     }
-                    Some(_) => ResponseError::NonEmptyGroup.code(),
+                    Some(_) => Some(ResponseError::NonEmptyGroup),
                 }
             };
             let mut d = DeletableGroupResult::default();
             d.group_id = id.clone();
-            d.error_code = code;
+            d.error_code = code(error);
             r.results.push(d);
         }
         out.push(Output::Respond { token, response: ResponseKind::DeleteGroups(r) });

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use super::classic::ClassicGroup;
 use super::consumer::ConsumerGroup;
+use super::records::GroupRecord;
 use super::state::GroupState;
 
 /// Protocol type of Java-compatible consumers (Kafka's `ConsumerProtocol.PROTOCOL_TYPE`).
@@ -121,6 +122,17 @@ impl Group {
             GroupKind::Classic(c) => c.next_deadline(),
             GroupKind::Consumer(cg) => cg.next_deadline(),
         }
+    }
+
+    /// The records that delete the group: a tombstone per offset, then one for the
+    /// group's metadata.
+    pub fn tombstones(&self) -> impl Iterator<Item = GroupRecord> + '_ {
+        let offsets = self.offsets.keys().map(|(topic, partition)| GroupRecord::OffsetTombstone {
+            group: self.group_id.clone(),
+            topic: topic.clone(),
+            partition: *partition,
+        });
+        offsets.chain(std::iter::once(GroupRecord::GroupTombstone { group: self.group_id.clone() }))
     }
 
     /// The classic group, `None` for a consumer group.

@@ -88,7 +88,7 @@ impl GroupCoordinator {
             supports_skip_assignment: version >= 9,
             instance,
         };
-        let fail = |out: &mut Vec<Output>, member_id: &str, code: i16| {
+        let fail = |out: &mut Vec<Output>, member_id: &str, code: ResponseError| {
             let r = JoinResult::error(member_id, code).into_response(version);
             out.push(Output::Respond {
                 token,
@@ -102,7 +102,7 @@ impl GroupCoordinator {
         if args.session_timeout_ms < self.config.min_session_timeout_ms
             || args.session_timeout_ms > self.config.max_session_timeout_ms
         {
-            fail(&mut out, &args.member_id, ResponseError::InvalidSessionTimeout.code());
+            fail(&mut out, &args.member_id, ResponseError::InvalidSessionTimeout);
             return out;
         }
         let is_unknown = args.member_id.is_empty();
@@ -111,11 +111,7 @@ impl GroupCoordinator {
                 GroupKind::Classic(_) => {}
                 GroupKind::Consumer(cg) if !cg.members.is_empty() => {
                     // A consumer-protocol (KIP-848) group with members.
-                    fail(
-                        &mut out,
-                        &args.member_id,
-                        ResponseError::InconsistentGroupProtocol.code(),
-                    );
+                    fail(&mut out, &args.member_id, ResponseError::InconsistentGroupProtocol);
                     return out;
                 }
                 GroupKind::Consumer(_) => {
@@ -127,7 +123,7 @@ impl GroupCoordinator {
                 }
             },
             None if !is_unknown => {
-                fail(&mut out, &args.member_id, ResponseError::UnknownMemberId.code());
+                fail(&mut out, &args.member_id, ResponseError::UnknownMemberId);
                 return out;
             }
             None => {
@@ -149,7 +145,7 @@ impl GroupCoordinator {
             group.remove_member(&args.member_id, &mut ctx);
             ctx.respond_join(
                 args.parked,
-                JoinResult::error("", ResponseError::GroupMaxSizeReached.code()),
+                JoinResult::error("", ResponseError::GroupMaxSizeReached),
             );
         } else if let Some(new_id) = new_id {
             group.join_new_member(args, new_id, &mut ctx);
@@ -185,7 +181,7 @@ impl ClassicGroup {
         if !self.supports_protocols(&args.protocol_type, &args.protocols) {
             ctx.respond_join(
                 args.parked,
-                JoinResult::error("", ResponseError::InconsistentGroupProtocol.code()),
+                JoinResult::error("", ResponseError::InconsistentGroupProtocol),
             );
             return;
         }
@@ -202,7 +198,7 @@ impl ClassicGroup {
                 self.pending_members.insert(new_id.clone(), deadline);
                 ctx.respond_join(
                     args.parked,
-                    JoinResult::error(&new_id, ResponseError::MemberIdRequired.code()),
+                    JoinResult::error(&new_id, ResponseError::MemberIdRequired),
                 );
             }
             None => self.add_member_and_rebalance(new_id, args, ctx),
@@ -215,7 +211,7 @@ impl ClassicGroup {
         if !self.supports_protocols(&args.protocol_type, &args.protocols) {
             ctx.respond_join(
                 args.parked,
-                JoinResult::error(&member_id, ResponseError::InconsistentGroupProtocol.code()),
+                JoinResult::error(&member_id, ResponseError::InconsistentGroupProtocol),
             );
             return;
         }
@@ -249,7 +245,7 @@ impl ClassicGroup {
             }
             GroupState::Empty | GroupState::Dead => ctx.respond_join(
                 args.parked,
-                JoinResult::error(&member_id, ResponseError::UnknownMemberId.code()),
+                JoinResult::error(&member_id, ResponseError::UnknownMemberId),
             ),
         }
     }
@@ -289,7 +285,7 @@ impl ClassicGroup {
         m.rebalance_timeout_ms = args.rebalance_timeout_ms;
         m.session_timeout_ms = args.session_timeout_ms;
         if let Some(old) = m.awaiting_join.replace(args.parked) {
-            let code = ResponseError::RebalanceInProgress.code();
+            let code = ResponseError::RebalanceInProgress;
             ctx.respond_join(old, JoinResult::error(member_id, code));
         }
     }
@@ -307,7 +303,7 @@ impl ClassicGroup {
             return;
         };
         let (_, mut m) = self.members.shift_remove_index(idx).expect("index valid");
-        let fenced = ResponseError::FencedInstanceId.code();
+        let fenced = ResponseError::FencedInstanceId;
         if let Some(p) = m.awaiting_join.take() {
             let mut r = JoinResult::error(old_id, fenced);
             r.protocol_type = self.protocol_type.clone();
@@ -388,10 +384,7 @@ impl ClassicGroup {
     /// group waits the initial rebalance delay, others up to the rebalance timeout.
     pub fn prepare_rebalance(&mut self, ctx: &mut Ctx) {
         if self.is(GroupState::CompletingRebalance) {
-            self.reset_and_propagate_assignment_error(
-                ResponseError::RebalanceInProgress.code(),
-                ctx,
-            );
+            self.reset_and_propagate_assignment_error(ResponseError::RebalanceInProgress, ctx);
         }
         self.sync_deadline = None;
         let initial = self.is(GroupState::Empty);

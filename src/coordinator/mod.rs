@@ -210,11 +210,11 @@ impl GroupCoordinator {
 
     /// Kafka's `validateGroupStatus`: INVALID_GROUP_ID (empty id where the API requires
     /// one) or COORDINATOR_LOAD_IN_PROGRESS.
-    fn validate_group_status(&self, group_id: &str, allow_empty_id: bool) -> Option<i16> {
+    fn validate_group_status(&self, group_id: &str, allow_empty_id: bool) -> Option<ResponseError> {
         if group_id.is_empty() && !allow_empty_id {
-            Some(ResponseError::InvalidGroupId.code())
+            Some(ResponseError::InvalidGroupId)
         } else if self.loading {
-            Some(ResponseError::CoordinatorLoadInProgress.code())
+            Some(ResponseError::CoordinatorLoadInProgress)
         } else {
             None
         }

@@ -16,20 +16,75 @@ use kafka_protocol::messages::{
     OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest, OffsetDeleteResponse,
     OffsetFetchRequest, OffsetFetchResponse, ResponseKind, TopicName,
 };
-use kafka_protocol::ResponseError;
+use std::collections::hash_map::Entry;
 
+use super::classic::ClassicGroup;
 use super::consumer::validate_member_epoch;
 use super::ctx::sb;
 use super::group::{CommittedOffset, Group, GroupKind, CONSUMER_PROTOCOL_TYPE};
 use super::records::GroupRecord;
 use super::state::GroupState;
 use super::{GroupCoordinator, Output, RequestToken};
+use crate::error::{code, ResponseError};
 
 /// Requested partitions per topic; `None` = every committed partition.
 type FetchTopics = Option<Vec<(String, Vec<i32>)>>;
 
-/// One fetched offset: (partition, offset, leader epoch, metadata, error).
-type Fetched = (i32, i64, i32, String, i16);
+/// One partition of an OffsetFetch answer.
+struct Fetched {
+    partition: i32,
+    /// -1 when nothing is committed.
+    offset: i64,
+    /// -1 when none.
+    leader_epoch: i32,
+    /// "" when nothing is committed.
+    metadata: String,
+    error: Option<ResponseError>,
+}
+
+impl Fetched {
+    /// The answer for `partition`: its committed offset, if any.
+    fn new(partition: i32, c: Option<&CommittedOffset>, error: Option<ResponseError>) -> Self {
+        Fetched {
+            partition,
+            offset: c.map_or(-1, |c| c.offset),
+            leader_epoch: c.map_or(-1, |c| c.leader_epoch),
+            metadata: c.map(|c| c.metadata.clone()).unwrap_or_default(),
+            error,
+        }
+    }
+}
+
+/// A topic's fetched partitions.
+type FetchedTopic = (String, Vec<Fetched>);
+
+/// The OffsetFetch response topics for `fetched`, in the v1-7 shape
+/// (`OffsetFetchResponseTopic` / `...Partition`) or the v8+ one (`...Topics` /
+/// `...Partitions`): the same fields under two sets of type names.
+macro_rules! response_topics {
+    ($topic:ident, $partition:ident, $fetched:expr) => {
+        $fetched
+            .into_iter()
+            .map(|(topic, parts)| {
+                let mut rt = $topic::default();
+                rt.name = topic_name(&topic);
+                rt.partitions = parts
+                    .into_iter()
+                    .map(|f| {
+                        let mut rp = $partition::default();
+                        rp.partition_index = f.partition;
+                        rp.committed_offset = f.offset;
+                        rp.committed_leader_epoch = f.leader_epoch;
+                        rp.metadata = Some(sb(&f.metadata));
+                        rp.error_code = code(f.error);
+                        rp
+                    })
+                    .collect();
+                rt
+            })
+            .collect()
+    };
+}
 
 fn topic_name(s: &str) -> TopicName {
     TopicName(sb(s))
@@ -65,8 +120,6 @@ impl GroupCoordinator {
         let mut out = Vec::new();
         self.touch_retention_timer(now_ms);
         let group_id = req.group_id.0.to_string();
-        let member_id = req.member_id.to_string();
-        let generation = req.generation_id_or_member_epoch;
         let instance =
             if version >= 7 { req.group_instance_id.as_ref().map(|s| s.to_string()) } else { None };
         let expire = if (2..=4).contains(&version) && req.retention_time_ms != -1 {
@@ -74,60 +127,58 @@ impl GroupCoordinator {
         } else {
             None
         };
-        let error = self.validate_commit(
+        let max_metadata_bytes = self.config.offset_metadata_max_bytes;
+        let mut group = self.validate_commit(
             version,
             &group_id,
-            &member_id,
+            &req.member_id,
             instance.as_deref(),
-            generation,
+            req.generation_id_or_member_epoch,
             now_ms,
         );
-        let mut topics = Vec::with_capacity(req.topics.len());
+        let mut r = OffsetCommitResponse::default();
         for t in &req.topics {
             let mut rt = OffsetCommitResponseTopic::default();
             rt.name = t.name.clone();
             for p in &t.partitions {
-                let code = match error {
-                    Some(code) => code,
-                    None => {
-                        let metadata = p.committed_metadata.as_deref().unwrap_or("").to_string();
-                        if metadata.len() > self.config.offset_metadata_max_bytes {
-                            ResponseError::OffsetMetadataTooLarge.code()
-                        } else {
-                            let c = CommittedOffset {
-                                offset: p.committed_offset,
-                                leader_epoch: if version >= 6 {
-                                    p.committed_leader_epoch
-                                } else {
-                                    -1
-                                },
-                                metadata,
-                                commit_timestamp_ms: now_ms,
-                                expire_timestamp_ms: expire,
-                            };
-                            let g = self.groups.get_mut(&group_id).expect("validated group");
-                            let record = offset_record(&group_id, &t.name.0, p.partition_index, &c);
-                            g.offsets.insert((t.name.0.to_string(), p.partition_index), c);
-                            out.push(Output::Persist(record));
-                            0
-                        }
+                let metadata = p.committed_metadata.as_deref().unwrap_or("");
+                let error = match &mut group {
+                    Err(e) => Some(*e),
+                    Ok(_) if metadata.len() > max_metadata_bytes => {
+                        Some(ResponseError::OffsetMetadataTooLarge)
+                    }
+                    Ok(g) => {
+                        let c = CommittedOffset {
+                            offset: p.committed_offset,
+                            leader_epoch: if version >= 6 { p.committed_leader_epoch } else { -1 },
+                            metadata: metadata.to_string(),
+                            commit_timestamp_ms: now_ms,
+                            expire_timestamp_ms: expire,
+                        };
+                        out.push(Output::Persist(offset_record(
+                            &group_id,
+                            &t.name.0,
+                            p.partition_index,
+                            &c,
+                        )));
+                        g.offsets.insert((t.name.0.to_string(), p.partition_index), c);
+                        None
                     }
                 };
                 let mut rp = OffsetCommitResponsePartition::default();
                 rp.partition_index = p.partition_index;
-                rp.error_code = code;
+                rp.error_code = code(error);
                 rt.partitions.push(rp);
             }
-            topics.push(rt);
+            r.topics.push(rt);
         }
         self.reschedule(&group_id);
-        let mut r = OffsetCommitResponse::default();
-        r.topics = topics;
         out.push(Output::Respond { token, response: ResponseKind::OffsetCommit(r) });
         out
     }
 
-    /// Kafka's `handleCommitOffsets` + `validateOffsetCommit`: `None` = store.
+    /// Kafka's `handleCommitOffsets` + `validateOffsetCommit`: the group to store the
+    /// offsets in (an unknown group is created for a simple commit), or why not.
     fn validate_commit(
         &mut self,
         version: i16,
@@ -136,50 +187,31 @@ impl GroupCoordinator {
         instance: Option<&str>,
         generation: i32,
         now: i64,
-    ) -> Option<i16> {
-        if let Some(code) = self.validate_group_status(group_id, true) {
-            return Some(code);
+    ) -> Result<&mut Group, ResponseError> {
+        if let Some(e) = self.validate_group_status(group_id, true) {
+            return Err(e);
         }
-        if !self.groups.contains_key(group_id) {
-            if generation >= 0 {
-                return Some(ResponseError::IllegalGeneration.code());
-            }
-            self.groups.insert(group_id.to_string(), Group::classic(group_id, Some(now)));
-        }
-        let group = match self.groups.get_mut(group_id).map(|g| &mut g.kind) {
-            None => return Some(ResponseError::IllegalGeneration.code()), // unreachable
-            Some(GroupKind::Classic(c)) => c,
-            Some(GroupKind::Consumer(cg)) => {
-                // Consumer-protocol group: `generation` is the member epoch (Kafka's
+        let group = match self.groups.entry(group_id.to_string()) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(_) if generation >= 0 => return Err(ResponseError::IllegalGeneration),
+            Entry::Vacant(e) => e.insert(Group::classic(group_id, Some(now))),
+        };
+        let error = match &mut group.kind {
+            GroupKind::Classic(c) => c.validate_commit(member_id, instance, generation, now),
+            GroupKind::Consumer(cg) => {
+                // `generation` is the member epoch (Kafka's
                 // `ConsumerGroup.validateOffsetCommit`); members must use v9+.
                 let simple = generation < 0 && cg.members.is_empty();
                 if !simple && version < 9 && cg.members.contains_key(member_id) {
-                    return Some(ResponseError::UnsupportedVersion.code());
+                    Some(ResponseError::UnsupportedVersion)
+                } else {
+                    validate_member_epoch(cg, member_id, generation)
                 }
-                return validate_member_epoch(cg, member_id, generation);
             }
         };
-        if generation >= 0 || !member_id.is_empty() || instance.is_some() {
-            if let Some(code) = group.validate_current_member(member_id, instance) {
-                return Some(code);
-            }
-            if generation != group.generation {
-                return Some(ResponseError::IllegalGeneration.code());
-            }
-        } else if !group.is(GroupState::Empty) {
-            // Only members may commit to a group with members.
-            return Some(ResponseError::UnknownMemberId.code());
-        }
-        match group.state {
-            GroupState::Empty => None,
-            GroupState::Stable | GroupState::PreparingRebalance => {
-                if let Some(m) = group.members.get_mut(member_id) {
-                    m.heartbeat_deadline = Some(now + m.session_timeout_ms as i64);
-                }
-                None
-            }
-            GroupState::CompletingRebalance => Some(ResponseError::RebalanceInProgress.code()),
-            GroupState::Dead => Some(ResponseError::CoordinatorNotAvailable.code()), // never
+        match error {
+            Some(e) => Err(e),
+            None => Ok(group),
         }
     }
 
@@ -207,125 +239,85 @@ impl GroupCoordinator {
                 // v9: a consumer-protocol member identifies itself with its epoch.
                 let member = (version >= 9 && !(g.member_epoch < 0 && g.member_id.is_none()))
                     .then(|| (g.member_id.as_deref().unwrap_or(""), g.member_epoch));
-                let (error, fetched) = self.fetch_group(&g.group_id.0, topics, member);
                 let mut rg = OffsetFetchResponseGroup::default();
                 rg.group_id = g.group_id.clone();
-                rg.error_code = error;
-                rg.topics = fetched
-                    .into_iter()
-                    .map(|(topic, parts)| {
-                        let mut rt = OffsetFetchResponseTopics::default();
-                        rt.name = topic_name(&topic);
-                        rt.partitions = parts
-                            .into_iter()
-                            .map(|(p, offset, epoch, metadata, code)| {
-                                let mut rp = OffsetFetchResponsePartitions::default();
-                                rp.partition_index = p;
-                                rp.committed_offset = offset;
-                                rp.committed_leader_epoch = epoch;
-                                rp.metadata = Some(sb(&metadata));
-                                rp.error_code = code;
-                                rp
-                            })
-                            .collect();
-                        rt
-                    })
-                    .collect();
+                match self.fetch_group(&g.group_id.0, topics, member) {
+                    Ok(fetched) => {
+                        rg.topics = response_topics!(
+                            OffsetFetchResponseTopics,
+                            OffsetFetchResponsePartitions,
+                            fetched
+                        )
+                    }
+                    Err(e) => rg.error_code = e.code(),
+                }
                 r.groups.push(rg);
             }
         } else {
             let topics: FetchTopics = req.topics.as_ref().map(|ts| {
                 ts.iter().map(|t| (t.name.0.to_string(), t.partition_indexes.clone())).collect()
             });
-            let (error, mut fetched) = self.fetch_group(&req.group_id.0, topics.clone(), None);
-            if error != 0 && version < 2 {
+            let fetched = match self.fetch_group(&req.group_id.0, topics.clone(), None) {
+                Ok(fetched) => fetched,
                 // v1 has no top-level error: report it on every requested partition.
-                fetched = topics
+                Err(e) if version < 2 => topics
                     .unwrap_or_default()
                     .into_iter()
                     .map(|(t, ps)| {
-                        let parts = ps.into_iter().map(|p| (p, -1, -1, String::new(), error));
-                        (t, parts.collect())
+                        (t, ps.into_iter().map(|p| Fetched::new(p, None, Some(e))).collect())
                     })
-                    .collect();
-            } else if error != 0 {
-                r.error_code = error;
-            }
-            r.topics = fetched
-                .into_iter()
-                .map(|(topic, parts)| {
-                    let mut rt = OffsetFetchResponseTopic::default();
-                    rt.name = topic_name(&topic);
-                    rt.partitions = parts
-                        .into_iter()
-                        .map(|(p, offset, epoch, metadata, code)| {
-                            let mut rp = OffsetFetchResponsePartition::default();
-                            rp.partition_index = p;
-                            rp.committed_offset = offset;
-                            rp.committed_leader_epoch = epoch;
-                            rp.metadata = Some(sb(&metadata));
-                            rp.error_code = code;
-                            rp
-                        })
-                        .collect();
-                    rt
-                })
-                .collect();
+                    .collect(),
+                Err(e) => {
+                    r.error_code = e.code();
+                    Vec::new()
+                }
+            };
+            r.topics =
+                response_topics!(OffsetFetchResponseTopic, OffsetFetchResponsePartition, fetched);
         }
         vec![Output::Respond { token, response: ResponseKind::OffsetFetch(r) }]
     }
 
-    /// Kafka's `GroupMetadataManager.getOffsets` for one group.
-    #[allow(clippy::type_complexity)]
+    /// Kafka's `GroupMetadataManager.getOffsets` for one group: the requested
+    /// partitions (`None`: every committed one), or the group's error.
     fn fetch_group(
         &self,
         group_id: &str,
         topics: FetchTopics,
         member: Option<(&str, i32)>,
-    ) -> (i16, Vec<(String, Vec<Fetched>)>) {
-        if let Some(code) = self.validate_group_status(group_id, true) {
-            return (code, Vec::new());
+    ) -> Result<Vec<FetchedTopic>, ResponseError> {
+        if let Some(e) = self.validate_group_status(group_id, true) {
+            return Err(e);
         }
         let group = self.groups.get(group_id);
         if let (Some((member_id, epoch)), Some(cg)) = (member, group.and_then(Group::as_consumer)) {
-            let code = match cg.members.get(member_id) {
-                None => Some(ResponseError::UnknownMemberId.code()),
+            let error = match cg.members.get(member_id) {
+                None => Some(ResponseError::UnknownMemberId),
                 Some(_) => validate_member_epoch(cg, member_id, epoch),
             };
-            if let Some(code) = code {
-                return (code, Vec::new());
+            if let Some(e) = error {
+                return Err(e);
             }
         }
-        let lookup = |t: &str, p: i32| -> Fetched {
-            match group.and_then(|g| g.offsets.get(&(t.to_string(), p))) {
-                Some(c) => (p, c.offset, c.leader_epoch, c.metadata.clone(), 0),
-                None => (p, -1, -1, String::new(), 0),
-            }
-        };
-        match topics {
-            Some(ts) => (
-                0,
-                ts.into_iter()
-                    .map(|(t, ps)| {
-                        let parts = ps.iter().map(|&p| lookup(&t, p)).collect();
-                        (t, parts)
-                    })
-                    .collect(),
-            ),
-            None => {
-                let mut res: Vec<(String, Vec<Fetched>)> = Vec::new();
-                if let Some(g) = group {
-                    for ((t, p), c) in &g.offsets {
-                        let f = (*p, c.offset, c.leader_epoch, c.metadata.clone(), 0);
-                        match res.last_mut() {
-                            Some((lt, parts)) if lt == t => parts.push(f),
-                            _ => res.push((t.clone(), vec![f])),
-                        }
-                    }
+        let committed = |t: &str, p: i32| group.and_then(|g| g.offsets.get(&(t.to_string(), p)));
+        let Some(topics) = topics else {
+            let mut res: Vec<FetchedTopic> = Vec::new();
+            for ((t, p), c) in group.iter().flat_map(|g| &g.offsets) {
+                let f = Fetched::new(*p, Some(c), None);
+                match res.last_mut() {
+                    Some((lt, parts)) if lt == t => parts.push(f),
+                    _ => res.push((t.clone(), vec![f])),
                 }
-                (0, res)
             }
-        }
+            return Ok(res);
+        };
+        Ok(topics
+            .into_iter()
+            .map(|(t, ps)| {
+                let parts = ps.iter().map(|&p| Fetched::new(p, committed(&t, p), None)).collect();
+                (t, parts)
+            })
+            .collect())
     }
 
     /// OffsetDelete, version 0. Kafka source: `GroupCoordinator.handleDeleteOffsets`.
@@ -346,48 +338,54 @@ impl GroupCoordinator {
         let mut out = Vec::new();
         let group_id = req.group_id.0.to_string();
         let mut r = OffsetDeleteResponse::default();
-        let top = self.validate_group_status(&group_id, false).or_else(|| {
-            match self.groups.get(&group_id) {
-                None => Some(ResponseError::GroupIdNotFound.code()),
+        let group = match self.validate_group_status(&group_id, false) {
+            Some(e) => Err(e),
+            None => match self.groups.get_mut(&group_id) {
+                None => Err(ResponseError::GroupIdNotFound),
                 Some(g) => match g.state() {
-                    GroupState::Dead => Some(ResponseError::GroupIdNotFound.code()),
-                    GroupState::Empty => None,
-                    _ if g.protocol_type() == Some(CONSUMER_PROTOCOL_TYPE) => None,
-                    _ => Some(ResponseError::NonEmptyGroup.code()),
+                    GroupState::Dead => Err(ResponseError::GroupIdNotFound),
+                    GroupState::Empty => Ok(g),
+                    _ if g.protocol_type() == Some(CONSUMER_PROTOCOL_TYPE) => Ok(g),
+                    _ => Err(ResponseError::NonEmptyGroup),
                 },
-            }
-        });
-        if let Some(code) = top {
-            r.error_code = code;
-        } else {
-            let g = self.groups.get_mut(&group_id).expect("group exists");
-            let empty = g.state() == GroupState::Empty;
-            let mut any_eligible = false;
-            for t in &req.topics {
-                let mut rt = OffsetDeleteResponseTopic::default();
-                rt.name = t.name.clone();
-                let subscribed = !empty && g.is_subscribed_to(&t.name.0);
-                for p in &t.partitions {
-                    let mut rp = OffsetDeleteResponsePartition::default();
-                    rp.partition_index = p.partition_index;
-                    any_eligible |= !subscribed;
-                    if subscribed {
-                        rp.error_code = ResponseError::GroupSubscribedToTopic.code();
-                    } else if g.offsets.remove(&(t.name.0.to_string(), p.partition_index)).is_some()
-                    {
-                        out.push(Output::Persist(GroupRecord::OffsetTombstone {
-                            group: group_id.clone(),
-                            topic: t.name.0.to_string(),
-                            partition: p.partition_index,
-                        }));
+            },
+        };
+        let mut dead = false;
+        match group {
+            Err(e) => r.error_code = e.code(),
+            Ok(g) => {
+                let empty = g.state() == GroupState::Empty;
+                let mut any_eligible = false;
+                for t in &req.topics {
+                    let mut rt = OffsetDeleteResponseTopic::default();
+                    rt.name = t.name.clone();
+                    let subscribed = !empty && g.is_subscribed_to(&t.name.0);
+                    for p in &t.partitions {
+                        let mut rp = OffsetDeleteResponsePartition::default();
+                        rp.partition_index = p.partition_index;
+                        any_eligible |= !subscribed;
+                        if subscribed {
+                            rp.error_code = ResponseError::GroupSubscribedToTopic.code();
+                        } else if g
+                            .offsets
+                            .remove(&(t.name.0.to_string(), p.partition_index))
+                            .is_some()
+                        {
+                            out.push(Output::Persist(GroupRecord::OffsetTombstone {
+                                group: group_id.clone(),
+                                topic: t.name.0.to_string(),
+                                partition: p.partition_index,
+                            }));
+                        }
+                        rt.partitions.push(rp);
                     }
-                    rt.partitions.push(rp);
+                    r.topics.push(rt);
                 }
-                r.topics.push(rt);
+                dead = any_eligible && g.maybe_mark_dead(&mut out);
             }
-            if any_eligible && g.maybe_mark_dead(&mut out) {
-                self.remove_group(&group_id);
-            }
+        }
+        if dead {
+            self.remove_group(&group_id);
         }
         self.reschedule(&group_id);
         out.push(Output::Respond { token, response: ResponseKind::OffsetDelete(r) });
@@ -405,6 +403,44 @@ impl GroupCoordinator {
             if g.maybe_mark_dead(out) {
                 self.remove_group(&id);
             }
+        }
+    }
+}
+
+impl ClassicGroup {
+    /// Kafka's `GroupMetadata` checks of an offset commit (`validateOffsetCommit`): a
+    /// member of the current generation (its session timer restarts), or a simple
+    /// commit (generation < 0, no member id, no instance id) to an Empty group.
+    /// Errors: UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, ILLEGAL_GENERATION,
+    /// REBALANCE_IN_PROGRESS (CompletingRebalance).
+    fn validate_commit(
+        &mut self,
+        member_id: &str,
+        instance: Option<&str>,
+        generation: i32,
+        now: i64,
+    ) -> Option<ResponseError> {
+        if generation >= 0 || !member_id.is_empty() || instance.is_some() {
+            if let Some(e) = self.validate_current_member(member_id, instance) {
+                return Some(e);
+            }
+            if generation != self.generation {
+                return Some(ResponseError::IllegalGeneration);
+            }
+        } else if !self.is(GroupState::Empty) {
+            // Only members may commit to a group with members.
+            return Some(ResponseError::UnknownMemberId);
+        }
+        match self.state {
+            GroupState::Empty => None,
+            GroupState::Stable | GroupState::PreparingRebalance => {
+                if let Some(m) = self.members.get_mut(member_id) {
+                    m.heartbeat_deadline = Some(now + m.session_timeout_ms as i64);
+                }
+                None
+            }
+            GroupState::CompletingRebalance => Some(ResponseError::RebalanceInProgress),
+            GroupState::Dead => Some(ResponseError::CoordinatorNotAvailable), // never held
         }
     }
 }

@@ -76,8 +76,8 @@ impl GroupCoordinator {
             let mut d = cgd::DescribedGroup::default();
             d.group_id = id.clone();
             let group = self.groups.get(id.0.as_str());
-            if let Some(code) = self.validate_group_status(&id.0, false) {
-                d.error_code = code;
+            if let Some(e) = self.validate_group_status(&id.0, false) {
+                d.error_code = e.code();
             } else if let Some(cg) = group.and_then(Group::as_consumer) {
                 d.group_state = sb(cg.state_name());
                 d.group_epoch = cg.group_epoch;

@@ -132,17 +132,17 @@ pub(crate) fn validate_member_epoch(
     cg: &ConsumerGroup,
     member_id: &str,
     epoch: i32,
-) -> Option<i16> {
+) -> Option<ResponseError> {
     if epoch < 0 && cg.members.is_empty() {
         return None;
     }
     let Some(m) = cg.members.get(member_id) else {
-        return Some(ResponseError::UnknownMemberId.code());
+        return Some(ResponseError::UnknownMemberId);
     };
     if epoch > m.member_epoch {
-        Some(ResponseError::FencedMemberEpoch.code())
+        Some(ResponseError::FencedMemberEpoch)
     } else if epoch < m.member_epoch {
-        Some(ResponseError::StaleMemberEpoch.code())
+        Some(ResponseError::StaleMemberEpoch)
     } else {
         None
     }
