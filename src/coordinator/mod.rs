@@ -31,6 +31,7 @@
 
 mod assignor;
 mod classic;
+mod codec;
 mod config;
 mod consumer;
 mod ctx;
