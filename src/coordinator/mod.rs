@@ -43,6 +43,7 @@ mod leave;
 mod load;
 mod member;
 mod offsets;
+mod rebalance;
 mod records;
 mod state;
 mod sync;
