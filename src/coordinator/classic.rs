@@ -50,9 +50,14 @@ pub(crate) struct ClassicGroup {
     /// When the group entered its current state (ms); `None` for groups loaded from
     /// records that lacked it.
     pub state_timestamp_ms: Option<i64>,
+    /// Generation id: bumped by every completed join phase (0 for a new group).
     pub generation: i32,
+    /// Protocol type of the members ("consumer", "connect", ...); `None` until the
+    /// first member joined.
     pub protocol_type: Option<String>,
+    /// The selected protocol (assignor) of the current generation.
     pub protocol_name: Option<String>,
+    /// Member id of the leader (computes the assignment in its SyncGroup).
     pub leader: Option<String>,
     /// Members in join order (the order is what makes leader re-election deterministic).
     pub members: IndexMap<String, Member>,
@@ -64,6 +69,7 @@ pub(crate) struct ClassicGroup {
     pub pending_sync: HashSet<String>,
     /// Kafka's `DelayedSync`: when (ms) pending-sync members are removed.
     pub sync_deadline: Option<i64>,
+    /// The pending rebalance completion while PreparingRebalance.
     pub join_timer: Option<JoinTimer>,
     /// A member joined during the initial delay (extends it).
     pub new_member_added: bool,
@@ -104,14 +110,17 @@ impl ClassicGroup {
         self.state_timestamp_ms = Some(now);
     }
 
+    /// Whether the group is in `state`.
     pub fn is(&self, state: GroupState) -> bool {
         self.state == state
     }
 
+    /// Whether `member_id` leads the group.
     pub fn is_leader(&self, member_id: &str) -> bool {
         self.leader.as_deref() == Some(member_id)
     }
 
+    /// Members with a parked JoinGroup.
     pub fn num_awaiting_join(&self) -> usize {
         self.members.values().filter(|m| m.awaiting_join.is_some()).count()
     }
@@ -126,6 +135,7 @@ impl ClassicGroup {
         self.members.values().map(|m| m.rebalance_timeout_ms as i64).max().unwrap_or(0)
     }
 
+    /// The member id currently holding group.instance.id `instance_id`.
     pub fn current_static_member_id(&self, instance_id: &str) -> Option<&str> {
         self.static_members.get(instance_id).map(|s| s.as_str())
     }

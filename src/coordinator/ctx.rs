@@ -13,34 +13,41 @@ use crate::error::{code, ResponseError};
 
 /// What one coordinator call needs besides the group itself.
 pub(crate) struct Ctx<'a> {
+    /// The coordinator's configuration.
     pub cfg: &'a CoordinatorConfig,
     /// The id of the group the call works on (for the records it persists).
     pub group_id: &'a str,
     /// Current time, ms since the Unix epoch.
     pub now: i64,
+    /// Where the call's outputs go, in order.
     pub out: &'a mut Vec<Output>,
 }
 
 impl Ctx<'_> {
+    /// Answer the request `token`.
     pub fn respond(&mut self, token: RequestToken, response: ResponseKind) {
         self.out.push(Output::Respond { token, response });
     }
 
+    /// Persist `record`; responses pushed after it wait for it.
     pub fn persist(&mut self, record: GroupRecord) {
         self.out.push(Output::Persist(record));
     }
 
+    /// Answer a parked JoinGroup, shaped for its version.
     pub fn respond_join(&mut self, parked: Parked, result: JoinResult) {
         let r = result.into_response(parked.version);
         self.respond(parked.token, ResponseKind::JoinGroup(r));
     }
 
+    /// Answer a parked SyncGroup, shaped for its version.
     pub fn respond_sync(&mut self, parked: Parked, result: SyncResult) {
         let r = result.into_response(parked.version);
         self.respond(parked.token, ResponseKind::SyncGroup(r));
     }
 }
 
+/// `s` as a protocol string.
 pub(crate) fn sb(s: &str) -> StrBytes {
     StrBytes::from_string(s.to_string())
 }
@@ -50,12 +57,19 @@ pub(crate) fn sb(s: &str) -> StrBytes {
 pub(crate) struct JoinResult {
     /// `None` = NONE.
     pub error: Option<ResponseError>,
+    /// Generation of the group (-1 with an error).
     pub generation_id: i32,
+    /// Protocol type of the group.
     pub protocol_type: Option<String>,
+    /// Selected protocol of the generation.
     pub protocol_name: Option<String>,
+    /// Member id of the leader ("" with an error).
     pub leader: String,
+    /// The joining member's id (generated for new members).
     pub member_id: String,
+    /// v9+: a rejoining static leader need not compute an assignment.
     pub skip_assignment: bool,
+    /// All members' metadata (the leader only).
     pub members: Vec<JoinGroupResponseMember>,
 }
 
@@ -100,8 +114,11 @@ impl JoinResult {
 pub(crate) struct SyncResult {
     /// `None` = NONE.
     pub error: Option<ResponseError>,
+    /// Protocol type of the group (`None` with an error).
     pub protocol_type: Option<String>,
+    /// Selected protocol (`None` with an error).
     pub protocol_name: Option<String>,
+    /// The member's assignment (empty with an error).
     pub assignment: Bytes,
 }
 
@@ -116,6 +133,7 @@ impl SyncResult {
         }
     }
 
+    /// The SyncGroup response (same shape in every version).
     pub fn into_response(self, _version: i16) -> SyncGroupResponse {
         let mut r = SyncGroupResponse::default();
         r.error_code = code(self.error);

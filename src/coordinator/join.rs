@@ -16,14 +16,23 @@ use super::{GroupCoordinator, Output, RequestToken};
 
 /// A JoinGroup request, normalized across versions.
 pub(crate) struct JoinArgs {
+    /// Member id ("" for a new member).
     pub member_id: String,
+    /// group.instance.id of a static member (v5+).
     pub instance: Option<String>,
+    /// Client id from the request header.
     pub client_id: String,
+    /// Client address as the caller reported it.
     pub client_host: String,
+    /// Rebalance timeout (ms); v0: the session timeout.
     pub rebalance_timeout_ms: i32,
+    /// Session timeout (ms).
     pub session_timeout_ms: i32,
+    /// Protocol type ("consumer", ...).
     pub protocol_type: String,
+    /// (protocol name, metadata) in order of preference.
     pub protocols: Vec<(String, Bytes)>,
+    /// Token and version, for answering later.
     pub parked: Parked,
     /// v4+ dynamic members must first obtain a member id (MEMBER_ID_REQUIRED).
     pub require_known_member_id: bool,

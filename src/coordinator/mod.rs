@@ -1,6 +1,6 @@
 //! Consumer group coordinator for the classic group protocol and the consumer group
-//! protocol of KIP-848 (`consumer` module: ConsumerGroupHeartbeat / ConsumerGroupDescribe
-//! with server-side assignment), and committed offsets.
+//! protocol of KIP-848 (ConsumerGroupHeartbeat / ConsumerGroupDescribe with server-side
+//! assignment), and committed offsets.
 //!
 //! [`GroupCoordinator`] is a pure, deterministic state machine modelled on Apache Kafka's
 //! `kafka.coordinator.group.GroupCoordinator` / `GroupMetadata`: it does no I/O, owns no
@@ -28,6 +28,24 @@
 //! REBALANCE_IN_PROGRESS, as Kafka does for old clients).
 //!
 //! Lives on: the one shard (core) that coordinates its groups; never shared across cores.
+//!
+//! # Layout
+//!
+//! A `Group` (`group.rs`) holds what both kinds share (id, committed offsets, timer
+//! slot) and a `GroupKind`: a classic group or a KIP-848 consumer
+//! group. An empty group of one kind becomes the other on its first JoinGroup /
+//! ConsumerGroupHeartbeat, keeping its offsets.
+//!
+//! - `group.rs`: the shared group and the kind enum;
+//! - classic protocol: `classic.rs` (the group), `member.rs`, `state.rs`, `join.rs`,
+//!   `rebalance.rs`, `sync.rs`, `heartbeat.rs`, `leave.rs`, `timers.rs`, `ctx.rs` (per
+//!   call context and the parked JoinGroup / SyncGroup answers);
+//! - `consumer/`: the consumer group protocol (KIP-848), with `assignor.rs`;
+//! - `offsets/`: OffsetCommit, OffsetFetch, OffsetDelete, retention;
+//! - `describe.rs`: ListGroups, DescribeGroups, DeleteGroups;
+//! - `records.rs` (the stored format), `codec.rs` (its value encoding), `load.rs`
+//!   (replaying the records at start-up);
+//! - `config.rs`: tunables.
 
 mod assignor;
 mod classic;
@@ -81,7 +99,7 @@ pub enum Output {
     Persist(GroupRecord),
 }
 
-/// The classic-protocol group coordinator for the groups of one shard.
+/// The group coordinator (classic and consumer groups) for the groups of one shard.
 ///
 /// Kafka source: `GroupCoordinator` + `GroupMetadataManager` (offset cache, cleanup).
 /// Lives on: the coordinating shard only.

@@ -181,12 +181,7 @@ impl ClassicGroup {
 }
 
 /// The durable record of one committed offset.
-fn offset_record(
-    group: &str,
-    topic: &str,
-    partition: i32,
-    c: &CommittedOffset,
-) -> GroupRecord {
+fn offset_record(group: &str, topic: &str, partition: i32, c: &CommittedOffset) -> GroupRecord {
     GroupRecord::Offset {
         group: group.to_string(),
         topic: topic.to_string(),
