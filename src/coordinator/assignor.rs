@@ -23,6 +23,7 @@ pub(crate) const SUPPORTED: [&str; 2] = [UNIFORM, RANGE];
 
 /// One member as the assignor sees it.
 pub(crate) struct MemberSpec<'a> {
+    /// The member id.
     pub member_id: &'a str,
     /// Ids of the existing topics the member subscribes to.
     pub topics: BTreeSet<Uuid>,

@@ -8,13 +8,12 @@ use kafka_protocol::messages::{
     DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest, DescribeGroupsResponse,
     ListGroupsRequest, ListGroupsResponse, ResponseKind,
 };
-use kafka_protocol::ResponseError;
 
 use super::ctx::sb;
-use super::group::CONSUMER_PROTOCOL_TYPE;
-use super::records::GroupRecord;
+use super::group::GroupKind;
 use super::state::GroupState;
 use super::{GroupCoordinator, Output, RequestToken};
+use crate::error::{code, ResponseError};
 
 /// Group type reported by ListGroups v5+ for classic-protocol groups.
 const CLASSIC_GROUP_TYPE: &str = "classic";
@@ -23,7 +22,7 @@ const CONSUMER_GROUP_TYPE: &str = "consumer";
 
 /// AclOperation bits READ(3) | DELETE(6) | DESCRIBE(8): what a group allows when no
 /// authorizer is configured.
-const GROUP_AUTHORIZED_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8);
+pub(crate) const GROUP_AUTHORIZED_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8);
 
 impl GroupCoordinator {
     /// ListGroups, versions 0-5. Kafka source: `GroupCoordinator.handleListGroups`.
@@ -57,9 +56,9 @@ impl GroupCoordinator {
             let mut groups: Vec<(&String, &str, &str)> = self
                 .groups
                 .values()
-                .map(|g| match &g.consumer {
-                    Some(cg) => (&g.group_id, cg.state_name(), CONSUMER_GROUP_TYPE),
-                    None => (&g.group_id, g.state.as_str(), CLASSIC_GROUP_TYPE),
+                .map(|g| match &g.kind {
+                    GroupKind::Consumer(cg) => (&g.group_id, cg.state_name(), CONSUMER_GROUP_TYPE),
+                    GroupKind::Classic(c) => (&g.group_id, c.state.as_str(), CLASSIC_GROUP_TYPE),
                 })
                 .filter(|(_, state, ty)| {
                     (states.is_empty() || states.contains(&state.to_lowercase()))
@@ -73,7 +72,7 @@ impl GroupCoordinator {
                     let g = &self.groups[id];
                     let mut l = ListedGroup::default();
                     l.group_id = sb(id).into();
-                    l.protocol_type = sb(g.protocol_type.as_deref().unwrap_or(""));
+                    l.protocol_type = sb(g.protocol_type().unwrap_or(""));
                     l.group_state = sb(state);
                     l.group_type = sb(ty);
                     l
@@ -107,30 +106,12 @@ impl GroupCoordinator {
             if version >= 3 && req.include_authorized_operations {
                 d.authorized_operations = GROUP_AUTHORIZED_OPERATIONS;
             }
-            let consumer = self.groups.get(id.0.as_str()).and_then(|g| {
-                let names = self.topics.iter().map(|(n, (t, _))| (*t, n.clone())).collect();
-                g.describe_consumer_classic(&names)
-            });
-            if let Some(code) = self.validate_group_status(&id.0, true) {
-                d.error_code = code;
-            } else if let Some((state, assignor, members)) = consumer {
-                d.group_state = sb(&state);
-                d.protocol_type = sb(CONSUMER_PROTOCOL_TYPE);
-                d.protocol_data = sb(&assignor);
-                d.members = members
-                    .into_iter()
-                    .map(|m| {
-                        let mut dm = DescribedGroupMember::default();
-                        dm.member_id = sb(&m.member_id);
-                        dm.group_instance_id = m.instance_id.as_deref().map(sb);
-                        dm.client_id = sb(&m.client_id);
-                        dm.client_host = sb(&m.client_host);
-                        dm.member_metadata = m.metadata;
-                        dm.member_assignment = m.assignment;
-                        dm
-                    })
-                    .collect();
-            } else if let Some(g) = self.groups.get(id.0.as_str()) {
+            let group = self.groups.get(id.0.as_str()).map(|g| &g.kind);
+            if let Some(e) = self.validate_group_status(&id.0, true) {
+                d.error_code = e.code();
+            } else if let Some(GroupKind::Consumer(cg)) = group {
+                cg.describe_classic(&self.topics, &mut d);
+            } else if let Some(GroupKind::Classic(g)) = group {
                 let stable = g.is(GroupState::Stable);
                 let protocol = g.protocol_name.clone().unwrap_or_default();
                 d.group_state = sb(g.state.as_str());
@@ -166,9 +147,10 @@ impl GroupCoordinator {
 
     /// DeleteGroups, versions 0-2. Kafka source: `GroupCoordinator.handleDeleteGroups`.
     ///
-    /// Only Empty groups (classic, or consumer-protocol without members) are deleted: tombstones for each offset and the group are
-    /// persisted before the response. Errors per group: COORDINATOR_LOAD_IN_PROGRESS,
-    /// GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP. Duplicate ids are answered once.
+    /// Only Empty groups (classic, or consumer-protocol without members) are deleted:
+    /// tombstones for each offset and the group are persisted before the response.
+    /// Errors per group: COORDINATOR_LOAD_IN_PROGRESS, GROUP_ID_NOT_FOUND,
+    /// NON_EMPTY_GROUP. Duplicate ids are answered once.
     pub fn delete_groups(
         &mut self,
         token: RequestToken,
@@ -183,31 +165,23 @@ impl GroupCoordinator {
             if !seen.insert(id.0.to_string()) {
                 continue;
             }
-            let code = if let Some(code) = self.validate_group_status(&id.0, true) {
-                code
+            let error = if let Some(e) = self.validate_group_status(&id.0, true) {
+                Some(e)
             } else {
-                match self.groups.get(id.0.as_str()).map(|g| g.state) {
-                    None | Some(GroupState::Dead) => ResponseError::GroupIdNotFound.code(),
+                match self.groups.get(id.0.as_str()).map(|g| g.state()) {
+                    None | Some(GroupState::Dead) => Some(ResponseError::GroupIdNotFound),
                     Some(GroupState::Empty) => {
-                        let g = self.remove_group(id.0.as_str()).expect("group exists");
-                        for (topic, partition) in g.offsets.keys() {
-                            out.push(Output::Persist(GroupRecord::OffsetTombstone {
-                                group: g.group_id.clone(),
-                                topic: topic.clone(),
-                                partition: *partition,
-                            }));
+                        if let Some(g) = self.remove_group(id.0.as_str()) {
+                            out.extend(g.tombstones().map(Output::Persist));
                         }
-                        out.push(Output::Persist(GroupRecord::GroupTombstone {
-                            group: g.group_id.clone(),
-                        }));
-                        0
+                        None
                     }
-                    Some(_) => ResponseError::NonEmptyGroup.code(),
+                    Some(_) => Some(ResponseError::NonEmptyGroup),
                 }
             };
             let mut d = DeletableGroupResult::default();
             d.group_id = id.clone();
-            d.error_code = code;
+            d.error_code = code(error);
             r.results.push(d);
         }
         out.push(Output::Respond { token, response: ResponseKind::DeleteGroups(r) });

@@ -1,18 +1,12 @@
-//! A classic group's state (Kafka's `GroupMetadata`): members, generation, protocol,
-//! committed offsets and the deadlines the coordinator watches.
+//! One group as the coordinator keeps it: what every group has (id, committed offsets,
+//! timer slot) and what kind of group it is ([`GroupKind`]: classic or KIP-848
+//! consumer). Offset retention and deletion work on this shared view.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 
-use bytes::Bytes;
-use indexmap::IndexMap;
-use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
-use kafka_protocol::messages::ConsumerProtocolSubscription;
-use kafka_protocol::protocol::Decodable;
-use kafka_protocol::ResponseError;
-
-use super::ctx::{sb, Ctx, JoinResult, SyncResult};
-use super::member::Member;
-use super::records::{GroupRecord, MemberRecord};
+use super::classic::ClassicGroup;
+use super::consumer::ConsumerGroup;
+use super::records::GroupRecord;
 use super::state::GroupState;
 
 /// Protocol type of Java-compatible consumers (Kafka's `ConsumerProtocol.PROTOCOL_TYPE`).
@@ -21,9 +15,11 @@ pub(crate) const CONSUMER_PROTOCOL_TYPE: &str = "consumer";
 /// A committed offset (Kafka's `OffsetAndMetadata`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct CommittedOffset {
+    /// The committed offset (the next record to consume).
     pub offset: i64,
     /// -1 when the client sent none.
     pub leader_epoch: i32,
+    /// Client-supplied metadata ("" when none).
     pub metadata: String,
     /// When the commit was accepted (ms).
     pub commit_timestamp_ms: i64,
@@ -32,335 +28,134 @@ pub(crate) struct CommittedOffset {
     pub expire_timestamp_ms: Option<i64>,
 }
 
-/// The pending rebalance completion (Kafka's `DelayedJoin` / `InitialDelayedJoin`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum JoinTimer {
-    /// First rebalance of an Empty group: never completes early; at `deadline`, if new
-    /// members arrived and `remaining_ms > 0`, it is extended.
-    Initial {
-        deadline: i64,
-        /// This timer's delay (ms).
-        delay_ms: i64,
-        /// How much longer (ms) the delay may still be extended.
-        remaining_ms: i64,
-    },
-    /// Completes as soon as every member rejoined, or at `deadline` (rebalance timeout).
-    Regular { deadline: i64 },
+/// Committed offsets by (topic, partition).
+pub(crate) type Offsets = BTreeMap<(String, i32), CommittedOffset>;
+
+/// The protocol a group speaks. A group is of one kind at a time; an empty group of one
+/// kind may become the other (Kafka's `GroupMetadataManager` conversions), keeping its
+/// offsets.
+#[derive(Debug, Clone)]
+pub(crate) enum GroupKind {
+    /// JoinGroup / SyncGroup / Heartbeat (Kafka's `GroupMetadata`).
+    Classic(ClassicGroup),
+    /// ConsumerGroupHeartbeat, KIP-848 (Kafka's `ConsumerGroup`).
+    Consumer(ConsumerGroup),
 }
 
-impl JoinTimer {
-    pub fn deadline(&self) -> i64 {
-        match *self {
-            JoinTimer::Initial { deadline, .. } | JoinTimer::Regular { deadline } => deadline,
-        }
-    }
-}
-
-/// One classic group. Kafka source: `kafka.coordinator.group.GroupMetadata`.
+/// One group of the coordinator: the parts shared by both kinds.
 #[derive(Debug, Clone)]
 pub(crate) struct Group {
+    /// The group id.
     pub group_id: String,
-    pub state: GroupState,
-    /// When the group entered its current state (ms); `None` for groups loaded from
-    /// records that lacked it.
-    pub state_timestamp_ms: Option<i64>,
-    pub generation: i32,
-    pub protocol_type: Option<String>,
-    pub protocol_name: Option<String>,
-    pub leader: Option<String>,
-    /// Members in join order (the order is what makes leader re-election deterministic).
-    pub members: IndexMap<String, Member>,
-    /// group.instance.id -> member id.
-    pub static_members: HashMap<String, String>,
-    /// Member ids handed out with MEMBER_ID_REQUIRED -> session deadline (ms).
-    pub pending_members: IndexMap<String, i64>,
-    /// Members that have not sent SyncGroup for the current generation.
-    pub pending_sync: HashSet<String>,
-    /// Kafka's `DelayedSync`: when (ms) pending-sync members are removed.
-    pub sync_deadline: Option<i64>,
-    pub join_timer: Option<JoinTimer>,
-    /// A member joined during the initial delay (extends it).
-    pub new_member_added: bool,
-    /// Topics the consumer-protocol members subscribe to; `None` = unknown.
-    pub subscribed_topics: Option<HashSet<String>>,
-    /// (topic, partition) -> committed offset.
-    pub offsets: BTreeMap<(String, i32), CommittedOffset>,
-    /// Deadline currently indexed in the coordinator's timer heap.
+    /// Committed offsets (kept across kind conversions).
+    pub offsets: Offsets,
+    /// Deadline (ms) currently indexed in the coordinator's timer set.
     pub scheduled: Option<i64>,
-    /// `Some` for a consumer-protocol (KIP-848) group; the classic fields then only
-    /// mirror it (see `consumer.rs`).
-    pub consumer: Option<Box<super::consumer::ConsumerGroup>>,
+    /// Classic or consumer group state.
+    pub kind: GroupKind,
 }
 
 impl Group {
-    pub fn new(group_id: &str, now: Option<i64>) -> Self {
-        Group {
-            group_id: group_id.to_string(),
-            state: GroupState::Empty,
-            state_timestamp_ms: now,
-            generation: 0,
-            protocol_type: None,
-            protocol_name: None,
-            leader: None,
-            members: IndexMap::new(),
-            static_members: HashMap::new(),
-            pending_members: IndexMap::new(),
-            pending_sync: HashSet::new(),
-            sync_deadline: None,
-            join_timer: None,
-            new_member_added: false,
-            subscribed_topics: None,
-            offsets: BTreeMap::new(),
-            scheduled: None,
-            consumer: None,
+    /// A new, Empty classic group; `now` (ms) is its state timestamp (`None` when
+    /// rebuilt from records that lacked it).
+    pub fn classic(group_id: &str, now: Option<i64>) -> Self {
+        Group::with_kind(group_id, GroupKind::Classic(ClassicGroup::new(now)))
+    }
+
+    /// A new consumer group without members, created at `now` (ms).
+    pub fn consumer(group_id: &str, now: i64) -> Self {
+        Group::with_kind(group_id, GroupKind::Consumer(ConsumerGroup::new(Some(now))))
+    }
+
+    /// A group of `kind` without offsets.
+    pub fn with_kind(group_id: &str, kind: GroupKind) -> Self {
+        Group { group_id: group_id.to_string(), offsets: Offsets::new(), scheduled: None, kind }
+    }
+
+    /// The classic state; a consumer group is Empty without members and Stable with
+    /// (how offset retention, DeleteGroups and OffsetDelete see it).
+    pub fn state(&self) -> GroupState {
+        match &self.kind {
+            GroupKind::Classic(c) => c.state,
+            GroupKind::Consumer(cg) if cg.members.is_empty() => GroupState::Empty,
+            GroupKind::Consumer(_) => GroupState::Stable,
         }
     }
 
-    pub fn transition(&mut self, state: GroupState, now: i64) {
-        self.state = state;
-        self.state_timestamp_ms = Some(now);
-    }
-
-    pub fn is(&self, state: GroupState) -> bool {
-        self.state == state
-    }
-
-    pub fn is_leader(&self, member_id: &str) -> bool {
-        self.leader.as_deref() == Some(member_id)
-    }
-
-    pub fn num_awaiting_join(&self) -> usize {
-        self.members.values().filter(|m| m.awaiting_join.is_some()).count()
-    }
-
-    /// Kafka's `hasAllMembersJoined`.
-    pub fn has_all_members_joined(&self) -> bool {
-        self.members.len() == self.num_awaiting_join() && self.pending_members.is_empty()
-    }
-
-    /// Largest rebalance timeout of the members (ms); 0 without members.
-    pub fn rebalance_timeout_ms(&self) -> i64 {
-        self.members.values().map(|m| m.rebalance_timeout_ms as i64).max().unwrap_or(0)
-    }
-
-    pub fn current_static_member_id(&self, instance_id: &str) -> Option<&str> {
-        self.static_members.get(instance_id).map(|s| s.as_str())
-    }
-
-    /// Kafka's `supportsProtocols`: an Empty group takes any non-empty type and list;
-    /// otherwise the type must match and one protocol must be supported by all members.
-    pub fn supports_protocols(&self, protocol_type: &str, protocols: &[(String, Bytes)]) -> bool {
-        if self.is(GroupState::Empty) {
-            !protocol_type.is_empty() && !protocols.is_empty()
-        } else {
-            self.protocol_type.as_deref() == Some(protocol_type)
-                && protocols.iter().any(|(name, _)| {
-                    self.members.values().all(|m| m.protocols.iter().any(|(n, _)| n == name))
-                })
+    /// When the group entered its current state (ms): for a consumer group, when it
+    /// last became empty or non-empty.
+    pub fn state_timestamp_ms(&self) -> Option<i64> {
+        match &self.kind {
+            GroupKind::Classic(c) => c.state_timestamp_ms,
+            GroupKind::Consumer(cg) => cg.state_timestamp_ms,
         }
     }
 
-    /// Kafka's `selectProtocol`: among protocols every member supports, each member votes
-    /// for its most preferred; most votes wins (ties: first voted, in member order).
-    pub fn select_protocol(&self) -> Option<String> {
-        let first = self.members.values().next()?;
-        let candidates: Vec<&str> = first
-            .protocols
-            .iter()
-            .map(|(n, _)| n.as_str())
-            .filter(|n| self.members.values().all(|m| m.protocols.iter().any(|(p, _)| p == n)))
-            .collect();
-        let mut votes: IndexMap<&str, usize> = IndexMap::new();
-        for m in self.members.values() {
-            if let Some(v) = m.vote(&candidates) {
-                *votes.entry(v).or_insert(0) += 1;
-            }
-        }
-        let mut best: Option<(&str, usize)> = None;
-        for (p, n) in votes {
-            if best.is_none_or(|(_, b)| n > b) {
-                best = Some((p, n));
-            }
-        }
-        best.map(|(p, _)| p.to_string())
-    }
-
-    /// Kafka's `GroupMetadata.add`.
-    pub fn add_member(&mut self, member: Member) {
-        if let Some(instance) = &member.group_instance_id {
-            self.static_members.insert(instance.clone(), member.member_id.clone());
-        }
-        if self.members.is_empty() {
-            self.protocol_type = Some(member.protocol_type.clone());
-        }
-        if self.leader.is_none() {
-            self.leader = Some(member.member_id.clone());
-        }
-        self.pending_members.shift_remove(&member.member_id);
-        self.members.insert(member.member_id.clone(), member);
-    }
-
-    /// Kafka's `GroupMetadata.remove`, plus: any request the member still has parked is
-    /// answered with UNKNOWN_MEMBER_ID so that no token is left unanswered.
-    pub fn remove_member(&mut self, member_id: &str, ctx: &mut Ctx) -> Option<Member> {
-        let removed = self.members.shift_remove(member_id);
-        if let Some(m) = &removed {
-            if let Some(instance) = &m.group_instance_id {
-                if self.static_members.get(instance).map(|s| s.as_str()) == Some(member_id) {
-                    self.static_members.remove(instance);
-                }
-            }
-            let unknown = ResponseError::UnknownMemberId.code();
-            if let Some(p) = m.awaiting_join {
-                ctx.respond_join(p, JoinResult::error("", unknown));
-            }
-            if let Some(p) = m.awaiting_sync {
-                ctx.respond_sync(p, SyncResult::error(unknown));
-            }
-        }
-        if self.is_leader(member_id) {
-            self.leader = self.members.keys().next().cloned();
-        }
-        self.pending_members.shift_remove(member_id);
-        self.pending_sync.remove(member_id);
-        removed
-    }
-
-    /// Kafka's `validateCurrentMember`: FENCED_INSTANCE_ID if the instance id maps to
-    /// another member id, UNKNOWN_MEMBER_ID if unknown.
-    pub fn validate_current_member(&self, member_id: &str, instance: Option<&str>) -> Option<i16> {
-        if let Some(instance) = instance {
-            return match self.current_static_member_id(instance) {
-                Some(current) if current != member_id => {
-                    Some(ResponseError::FencedInstanceId.code())
-                }
-                Some(_) => None,
-                None => Some(ResponseError::UnknownMemberId.code()),
-            };
-        }
-        if self.members.contains_key(member_id) {
-            None
-        } else {
-            Some(ResponseError::UnknownMemberId.code())
+    /// The protocol type ("consumer", "connect", ...); `None` for a classic group that
+    /// never had members.
+    pub fn protocol_type(&self) -> Option<&str> {
+        match &self.kind {
+            GroupKind::Classic(c) => c.protocol_type.as_deref(),
+            GroupKind::Consumer(_) => Some(CONSUMER_PROTOCOL_TYPE),
         }
     }
 
-    /// All members with their metadata for the selected protocol (the leader's view).
-    pub fn current_member_metadata(&self) -> Vec<JoinGroupResponseMember> {
-        let protocol = self.protocol_name.clone().unwrap_or_default();
-        self.members
-            .values()
-            .map(|m| {
-                let mut r = JoinGroupResponseMember::default();
-                r.member_id = sb(&m.member_id);
-                r.group_instance_id = m.group_instance_id.as_deref().map(sb);
-                r.metadata = m.metadata(&protocol);
-                r
-            })
-            .collect()
-    }
-
-    /// The join response for a member of the current generation.
-    pub fn join_result_for(&self, member_id: &str, with_members: bool) -> JoinResult {
-        JoinResult {
-            error: 0,
-            generation_id: self.generation,
-            protocol_type: self.protocol_type.clone(),
-            protocol_name: self.protocol_name.clone(),
-            leader: self.leader.clone().unwrap_or_default(),
-            member_id: member_id.to_string(),
-            skip_assignment: false,
-            members: if with_members { self.current_member_metadata() } else { Vec::new() },
+    /// Whether the members' subscriptions are known (consumer protocol).
+    pub fn knows_subscriptions(&self) -> bool {
+        match &self.kind {
+            GroupKind::Classic(c) => c.subscribed_topics.is_some(),
+            GroupKind::Consumer(_) => true,
         }
-    }
-
-    /// The durable form of the group (Kafka's `GroupMetadataManager.groupMetadataValue`).
-    pub fn metadata_record(&self) -> GroupRecord {
-        let protocol = self.protocol_name.clone().unwrap_or_default();
-        GroupRecord::GroupMetadata {
-            group: self.group_id.clone(),
-            protocol_type: self.protocol_type.clone().unwrap_or_default(),
-            generation: self.generation,
-            protocol: self.protocol_name.clone(),
-            leader: self.leader.clone(),
-            current_state_timestamp_ms: self.state_timestamp_ms,
-            members: self
-                .members
-                .values()
-                .map(|m| MemberRecord {
-                    member_id: m.member_id.clone(),
-                    group_instance_id: m.group_instance_id.clone(),
-                    client_id: m.client_id.clone(),
-                    client_host: m.client_host.clone(),
-                    rebalance_timeout_ms: m.rebalance_timeout_ms,
-                    session_timeout_ms: m.session_timeout_ms,
-                    subscription: m.metadata(&protocol),
-                    assignment: m.assignment.clone(),
-                })
-                .collect(),
-        }
-    }
-
-    /// Kafka's `computeSubscribedTopics`: the union of the consumer-protocol
-    /// subscriptions, or `None` if the group is not a consumer group or one fails to parse.
-    pub fn compute_subscribed_topics(&self) -> Option<HashSet<String>> {
-        if self.protocol_type.as_deref() != Some(CONSUMER_PROTOCOL_TYPE) {
-            return None;
-        }
-        let protocol = self.protocol_name.as_deref()?;
-        let mut topics = HashSet::new();
-        for m in self.members.values() {
-            for t in parse_subscription(&m.metadata(protocol))? {
-                topics.insert(t);
-            }
-        }
-        Some(topics)
     }
 
     /// Kafka's `isSubscribedToTopic`: unknown subscriptions count as subscribed.
     pub fn is_subscribed_to(&self, topic: &str) -> bool {
-        self.subscribed_topics.as_ref().is_none_or(|t| t.contains(topic))
+        match &self.kind {
+            GroupKind::Classic(c) => c.subscribed_topics.as_ref().is_none_or(|t| t.contains(topic)),
+            GroupKind::Consumer(cg) => cg.is_subscribed_to(topic),
+        }
     }
 
     /// Earliest time (ms) at which this group has timer work.
     pub fn next_deadline(&self) -> Option<i64> {
-        let mut d: Option<i64> = None;
-        let mut take = |x: Option<i64>| {
-            if let Some(x) = x {
-                d = Some(d.map_or(x, |d| d.min(x)));
-            }
-        };
-        if self.is(GroupState::PreparingRebalance) {
-            take(self.join_timer.map(|t| t.deadline()));
+        match &self.kind {
+            GroupKind::Classic(c) => c.next_deadline(),
+            GroupKind::Consumer(cg) => cg.next_deadline(),
         }
-        if matches!(self.state, GroupState::CompletingRebalance | GroupState::Stable)
-            && !self.pending_sync.is_empty()
-        {
-            take(self.sync_deadline);
-        }
-        for m in self.members.values() {
-            take(m.effective_deadline());
-        }
-        for &p in self.pending_members.values() {
-            take(Some(p));
-        }
-        take(self.consumer.as_ref().and_then(|c| c.next_deadline()));
-        d
     }
-}
 
-/// Topics of a serialized `ConsumerProtocolSubscription` (i16 version + body), as
-/// Kafka's `ConsumerProtocol.deserializeSubscription` reads it. `None` if unparsable.
-pub(crate) fn parse_subscription(metadata: &Bytes) -> Option<Vec<String>> {
-    let mut buf = metadata.clone();
-    if buf.len() < 2 {
-        return None;
+    /// The records that delete the group: a tombstone per offset, then one for the
+    /// group's metadata.
+    pub fn tombstones(&self) -> impl Iterator<Item = GroupRecord> + '_ {
+        let offsets = self.offsets.keys().map(|(topic, partition)| GroupRecord::OffsetTombstone {
+            group: self.group_id.clone(),
+            topic: topic.clone(),
+            partition: *partition,
+        });
+        offsets.chain(std::iter::once(GroupRecord::GroupTombstone { group: self.group_id.clone() }))
     }
-    let version = i16::from_be_bytes([buf[0], buf[1]]);
-    if version < 0 {
-        return None;
+
+    /// The classic group, `None` for a consumer group.
+    pub fn as_classic_mut(&mut self) -> Option<&mut ClassicGroup> {
+        match &mut self.kind {
+            GroupKind::Classic(c) => Some(c),
+            GroupKind::Consumer(_) => None,
+        }
     }
-    bytes::Buf::advance(&mut buf, 2);
-    let sub = ConsumerProtocolSubscription::decode(&mut buf, version.min(3)).ok()?;
-    Some(sub.topics.iter().map(|t| t.to_string()).collect())
+
+    /// The consumer group, `None` for a classic group.
+    pub fn as_consumer(&self) -> Option<&ConsumerGroup> {
+        match &self.kind {
+            GroupKind::Consumer(cg) => Some(cg),
+            GroupKind::Classic(_) => None,
+        }
+    }
+
+    /// The consumer group, `None` for a classic group.
+    pub fn as_consumer_mut(&mut self) -> Option<&mut ConsumerGroup> {
+        match &mut self.kind {
+            GroupKind::Consumer(cg) => Some(cg),
+            GroupKind::Classic(_) => None,
+        }
+    }
 }

@@ -1,9 +1,10 @@
 //! Heartbeat and session expiry (Kafka's `GroupCoordinator.handleHeartbeat`,
 //! `onExpireHeartbeat`, `removeMemberAndUpdateGroup`).
 
+use crate::error::{code, ResponseError};
 use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse, ResponseKind};
-use kafka_protocol::ResponseError;
 
+use super::classic::ClassicGroup;
 use super::ctx::Ctx;
 use super::group::Group;
 use super::state::GroupState;
@@ -26,7 +27,7 @@ impl GroupCoordinator {
         let group_id = req.group_id.0.to_string();
         let instance =
             if version >= 3 { req.group_instance_id.as_ref().map(|s| s.to_string()) } else { None };
-        let code = self.do_heartbeat(
+        let error = self.do_heartbeat(
             &group_id,
             &req.member_id,
             instance.as_deref(),
@@ -35,7 +36,7 @@ impl GroupCoordinator {
         );
         self.reschedule(&group_id);
         let mut r = HeartbeatResponse::default();
-        r.error_code = code;
+        r.error_code = code(error);
         vec![Output::Respond { token, response: ResponseKind::Heartbeat(r) }]
     }
 
@@ -46,35 +47,32 @@ impl GroupCoordinator {
         instance: Option<&str>,
         generation: i32,
         now: i64,
-    ) -> i16 {
-        if let Some(code) = self.validate_group_status(group_id, false) {
-            return code;
+    ) -> Option<ResponseError> {
+        if let Some(e) = self.validate_group_status(group_id, false) {
+            return Some(e);
         }
-        let Some(group) = self.groups.get_mut(group_id) else {
-            return ResponseError::UnknownMemberId.code();
+        // A consumer-protocol group has no classic members.
+        let Some(group) = self.groups.get_mut(group_id).and_then(Group::as_classic_mut) else {
+            return Some(ResponseError::UnknownMemberId);
         };
-        if let Some(code) = group.validate_current_member(member_id, instance) {
-            return code;
+        if let Some(e) = group.validate_current_member(member_id, instance) {
+            return Some(e);
         }
         if generation != group.generation {
-            return ResponseError::IllegalGeneration.code();
+            return Some(ResponseError::IllegalGeneration);
         }
         let state = group.state;
         if state == GroupState::Empty || state == GroupState::Dead {
-            return ResponseError::UnknownMemberId.code();
+            return Some(ResponseError::UnknownMemberId);
         }
         if let Some(m) = group.members.get_mut(member_id) {
             m.heartbeat_deadline = Some(now + m.session_timeout_ms as i64);
         }
-        if state == GroupState::PreparingRebalance {
-            ResponseError::RebalanceInProgress.code()
-        } else {
-            0
-        }
+        (state == GroupState::PreparingRebalance).then_some(ResponseError::RebalanceInProgress)
     }
 }
 
-impl Group {
+impl ClassicGroup {
     /// Kafka's `removeMemberAndUpdateGroup`: a parked JoinGroup of the member gets
     /// UNKNOWN_MEMBER_ID; a Stable/CompletingRebalance group rebalances; a rebalancing
     /// group may now complete.

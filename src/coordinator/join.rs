@@ -5,23 +5,34 @@ use bytes::Bytes;
 use kafka_protocol::messages::JoinGroupRequest;
 use kafka_protocol::ResponseError;
 
+use super::classic::ClassicGroup;
 use super::config::NEW_MEMBER_JOIN_TIMEOUT_MS;
 use super::ctx::{Ctx, JoinResult};
-use super::group::{Group, JoinTimer};
+use super::group::{Group, GroupKind};
 use super::member::{Member, Parked};
+use super::records::GroupRecord;
 use super::state::GroupState;
 use super::{GroupCoordinator, Output, RequestToken};
 
 /// A JoinGroup request, normalized across versions.
 pub(crate) struct JoinArgs {
+    /// Member id ("" for a new member).
     pub member_id: String,
+    /// group.instance.id of a static member (v5+).
     pub instance: Option<String>,
+    /// Client id from the request header.
     pub client_id: String,
+    /// Client address as the caller reported it.
     pub client_host: String,
+    /// Rebalance timeout (ms); v0: the session timeout.
     pub rebalance_timeout_ms: i32,
+    /// Session timeout (ms).
     pub session_timeout_ms: i32,
+    /// Protocol type ("consumer", ...).
     pub protocol_type: String,
+    /// (protocol name, metadata) in order of preference.
     pub protocols: Vec<(String, Bytes)>,
+    /// Token and version, for answering later.
     pub parked: Parked,
     /// v4+ dynamic members must first obtain a member id (MEMBER_ID_REQUIRED).
     pub require_known_member_id: bool,
@@ -86,7 +97,7 @@ impl GroupCoordinator {
             supports_skip_assignment: version >= 9,
             instance,
         };
-        let fail = |out: &mut Vec<Output>, member_id: &str, code: i16| {
+        let fail = |out: &mut Vec<Output>, member_id: &str, code: ResponseError| {
             let r = JoinResult::error(member_id, code).into_response(version);
             out.push(Output::Respond {
                 token,
@@ -100,52 +111,50 @@ impl GroupCoordinator {
         if args.session_timeout_ms < self.config.min_session_timeout_ms
             || args.session_timeout_ms > self.config.max_session_timeout_ms
         {
-            fail(&mut out, &args.member_id, ResponseError::InvalidSessionTimeout.code());
+            fail(&mut out, &args.member_id, ResponseError::InvalidSessionTimeout);
             return out;
         }
-        if let Some(g) = self.groups.get(&group_id) {
-            if let Some(cg) = &g.consumer {
-                if !cg.members.is_empty() {
+        let is_unknown = args.member_id.is_empty();
+        match self.groups.get_mut(&group_id) {
+            Some(g) => match &g.kind {
+                GroupKind::Classic(_) => {}
+                GroupKind::Consumer(cg) if !cg.members.is_empty() => {
                     // A consumer-protocol (KIP-848) group with members.
-                    fail(
-                        &mut out,
-                        &args.member_id,
-                        ResponseError::InconsistentGroupProtocol.code(),
-                    );
+                    fail(&mut out, &args.member_id, ResponseError::InconsistentGroupProtocol);
                     return out;
                 }
-                // An empty consumer group becomes a classic one; its offsets stay.
-                let old = self.remove_group(&group_id).expect("group exists");
-                let mut g = Group::new(&group_id, Some(now_ms));
-                g.offsets = old.offsets;
-                self.groups.insert(group_id.clone(), g);
-                out.push(Output::Persist(super::GroupRecord::GroupTombstone {
-                    group: group_id.clone(),
-                }));
-            }
-        }
-        let is_unknown = args.member_id.is_empty();
-        if !self.groups.contains_key(&group_id) {
-            if !is_unknown {
-                fail(&mut out, &args.member_id, ResponseError::UnknownMemberId.code());
+                GroupKind::Consumer(_) => {
+                    // An empty consumer group becomes a classic one; its offsets stay.
+                    g.kind = GroupKind::Classic(ClassicGroup::new(Some(now_ms)));
+                    out.push(Output::Persist(GroupRecord::GroupTombstone {
+                        group: group_id.clone(),
+                    }));
+                }
+            },
+            None if !is_unknown => {
+                fail(&mut out, &args.member_id, ResponseError::UnknownMemberId);
                 return out;
             }
-            self.groups.insert(group_id.clone(), Group::new(&group_id, Some(now_ms)));
+            None => {
+                self.groups.insert(group_id.clone(), Group::classic(&group_id, Some(now_ms)));
+            }
         }
         let new_id = if is_unknown {
             let prefix = args.instance.clone().unwrap_or_else(|| client_id.to_string());
-            Some(self.next_member_id(&prefix))
+            Some(self.ids.next_member_id(&prefix))
         } else {
             None
         };
         let max_size = self.config.max_group_size;
-        let group = self.groups.get_mut(&group_id).expect("group exists");
-        let mut ctx = Ctx { cfg: &self.config, now: now_ms, out: &mut out };
+        let Some(group) = self.groups.get_mut(&group_id).and_then(Group::as_classic_mut) else {
+            return out; // unreachable: made classic above
+        };
+        let mut ctx = Ctx { cfg: &self.config, group_id: &group_id, now: now_ms, out: &mut out };
         if !group.accept_joining_member(&args.member_id, max_size) {
             group.remove_member(&args.member_id, &mut ctx);
             ctx.respond_join(
                 args.parked,
-                JoinResult::error("", ResponseError::GroupMaxSizeReached.code()),
+                JoinResult::error("", ResponseError::GroupMaxSizeReached),
             );
         } else if let Some(new_id) = new_id {
             group.join_new_member(args, new_id, &mut ctx);
@@ -160,7 +169,7 @@ impl GroupCoordinator {
     }
 }
 
-impl Group {
+impl ClassicGroup {
     /// Kafka's `acceptJoiningMember` (group.max.size).
     pub fn accept_joining_member(&self, member_id: &str, max_size: i32) -> bool {
         let max = max_size.max(0) as usize;
@@ -181,7 +190,7 @@ impl Group {
         if !self.supports_protocols(&args.protocol_type, &args.protocols) {
             ctx.respond_join(
                 args.parked,
-                JoinResult::error("", ResponseError::InconsistentGroupProtocol.code()),
+                JoinResult::error("", ResponseError::InconsistentGroupProtocol),
             );
             return;
         }
@@ -198,7 +207,7 @@ impl Group {
                 self.pending_members.insert(new_id.clone(), deadline);
                 ctx.respond_join(
                     args.parked,
-                    JoinResult::error(&new_id, ResponseError::MemberIdRequired.code()),
+                    JoinResult::error(&new_id, ResponseError::MemberIdRequired),
                 );
             }
             None => self.add_member_and_rebalance(new_id, args, ctx),
@@ -211,7 +220,7 @@ impl Group {
         if !self.supports_protocols(&args.protocol_type, &args.protocols) {
             ctx.respond_join(
                 args.parked,
-                JoinResult::error(&member_id, ResponseError::InconsistentGroupProtocol.code()),
+                JoinResult::error(&member_id, ResponseError::InconsistentGroupProtocol),
             );
             return;
         }
@@ -245,7 +254,7 @@ impl Group {
             }
             GroupState::Empty | GroupState::Dead => ctx.respond_join(
                 args.parked,
-                JoinResult::error(&member_id, ResponseError::UnknownMemberId.code()),
+                JoinResult::error(&member_id, ResponseError::UnknownMemberId),
             ),
         }
     }
@@ -285,7 +294,7 @@ impl Group {
         m.rebalance_timeout_ms = args.rebalance_timeout_ms;
         m.session_timeout_ms = args.session_timeout_ms;
         if let Some(old) = m.awaiting_join.replace(args.parked) {
-            let code = ResponseError::RebalanceInProgress.code();
+            let code = ResponseError::RebalanceInProgress;
             ctx.respond_join(old, JoinResult::error(member_id, code));
         }
     }
@@ -303,7 +312,7 @@ impl Group {
             return;
         };
         let (_, mut m) = self.members.shift_remove_index(idx).expect("index valid");
-        let fenced = ResponseError::FencedInstanceId.code();
+        let fenced = ResponseError::FencedInstanceId;
         if let Some(p) = m.awaiting_join.take() {
             let mut r = JoinResult::error(old_id, fenced);
             r.protocol_type = self.protocol_type.clone();
@@ -344,7 +353,7 @@ impl Group {
                 if self.select_protocol() == self.protocol_name {
                     // No rebalance: persist the new member id, answer with the current
                     // generation (followers then SyncGroup for their current assignment).
-                    ctx.persist(self.metadata_record());
+                    ctx.persist(self.metadata_record(ctx.group_id));
                     let parked = self.members.get_mut(&new_id).and_then(|m| m.awaiting_join.take());
                     let Some(parked) = parked else { return };
                     let result = if args.supports_skip_assignment {
@@ -368,129 +377,5 @@ impl Group {
             GroupState::PreparingRebalance => {}
             GroupState::Empty | GroupState::Dead => {}
         }
-    }
-
-    /// Kafka's `maybePrepareRebalance`: only from Stable, CompletingRebalance or Empty.
-    pub fn maybe_prepare_rebalance(&mut self, ctx: &mut Ctx) {
-        if matches!(
-            self.state,
-            GroupState::Stable | GroupState::CompletingRebalance | GroupState::Empty
-        ) {
-            self.prepare_rebalance(ctx);
-        }
-    }
-
-    /// Kafka's `prepareRebalance`: parked SyncGroups get REBALANCE_IN_PROGRESS; an Empty
-    /// group waits the initial rebalance delay, others up to the rebalance timeout.
-    pub fn prepare_rebalance(&mut self, ctx: &mut Ctx) {
-        if self.is(GroupState::CompletingRebalance) {
-            self.reset_and_propagate_assignment_error(
-                ResponseError::RebalanceInProgress.code(),
-                ctx,
-            );
-        }
-        self.sync_deadline = None;
-        let initial = self.is(GroupState::Empty);
-        self.join_timer = Some(if initial {
-            let delay = ctx.cfg.initial_rebalance_delay_ms.max(0) as i64;
-            JoinTimer::Initial {
-                deadline: ctx.now + delay,
-                delay_ms: delay,
-                remaining_ms: (self.rebalance_timeout_ms() - delay).max(0),
-            }
-        } else {
-            JoinTimer::Regular { deadline: ctx.now + self.rebalance_timeout_ms() }
-        });
-        self.transition(GroupState::PreparingRebalance, ctx.now);
-        if !initial {
-            self.try_complete_join(ctx);
-        }
-    }
-
-    /// Kafka's `tryCompleteJoin` (DelayedJoin.tryComplete): complete as soon as every
-    /// member rejoined and no MEMBER_ID_REQUIRED member is outstanding. The initial delay
-    /// never completes early.
-    pub fn try_complete_join(&mut self, ctx: &mut Ctx) {
-        if self.is(GroupState::PreparingRebalance)
-            && matches!(self.join_timer, Some(JoinTimer::Regular { .. }))
-            && self.has_all_members_joined()
-        {
-            self.on_complete_join(ctx);
-        }
-    }
-
-    /// Kafka's `onCompleteJoin`: drop dynamic members that did not rejoin, start the next
-    /// generation, answer every parked JoinGroup (the leader gets all members' metadata
-    /// for the selected protocol) and start waiting for SyncGroups.
-    pub fn on_complete_join(&mut self, ctx: &mut Ctx) {
-        self.join_timer = None;
-        let gone: Vec<String> = self
-            .members
-            .values()
-            .filter(|m| m.awaiting_join.is_none() && m.group_instance_id.is_none())
-            .map(|m| m.member_id.clone())
-            .collect();
-        for id in gone {
-            self.remove_member(&id, ctx);
-        }
-        if !self.maybe_elect_new_joined_leader() && !self.members.is_empty() {
-            // Nobody rejoined (only absent static members left): wait another rebalance
-            // timeout; their sessions expire meanwhile.
-            self.join_timer =
-                Some(JoinTimer::Regular { deadline: ctx.now + self.rebalance_timeout_ms().max(1) });
-            return;
-        }
-        self.init_next_generation(ctx.now);
-        if self.is(GroupState::Empty) {
-            ctx.persist(self.metadata_record());
-            return;
-        }
-        let ids: Vec<String> = self.members.keys().cloned().collect();
-        for id in ids {
-            let is_leader = self.is_leader(&id);
-            let result = self.join_result_for(&id, is_leader);
-            let m = self.members.get_mut(&id).expect("member");
-            if let Some(p) = m.awaiting_join.take() {
-                ctx.respond_join(p, result);
-            }
-            m.heartbeat_deadline = Some(ctx.now + m.session_timeout_ms as i64);
-            m.is_new = false;
-            self.pending_sync.insert(id);
-        }
-        self.sync_deadline = Some(ctx.now + self.rebalance_timeout_ms());
-    }
-
-    /// Kafka's `maybeElectNewJoinedLeader`: keep the leader if it rejoined, else pick the
-    /// first member that did. False if nobody rejoined.
-    fn maybe_elect_new_joined_leader(&mut self) -> bool {
-        let Some(leader) = self.leader.clone() else {
-            return false;
-        };
-        if matches!(self.members.get(&leader), Some(m) if m.awaiting_join.is_some()) {
-            return true;
-        }
-        match self.members.values().find(|m| m.awaiting_join.is_some()) {
-            Some(m) => {
-                self.leader = Some(m.member_id.clone());
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Kafka's `initNextGeneration`.
-    fn init_next_generation(&mut self, now: i64) {
-        self.generation += 1;
-        if self.members.is_empty() {
-            self.protocol_name = None;
-            self.subscribed_topics = None;
-            self.transition(GroupState::Empty, now);
-        } else {
-            self.protocol_name = self.select_protocol();
-            self.subscribed_topics = self.compute_subscribed_topics();
-            self.transition(GroupState::CompletingRebalance, now);
-        }
-        self.pending_sync.clear();
-        self.sync_deadline = None;
     }
 }

@@ -2,11 +2,15 @@
 
 use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse, ResponseKind};
-use kafka_protocol::ResponseError;
 
 use super::ctx::{sb, Ctx};
+use super::group::Group;
 use super::state::GroupState;
 use super::{GroupCoordinator, Output, RequestToken};
+use crate::error::{code, ResponseError};
+
+/// A leaving member: (member id, group instance id).
+type Leaving = (String, Option<String>);
 
 impl GroupCoordinator {
     /// LeaveGroup, all versions (0-5). Kafka source: `GroupCoordinator.handleLeaveGroup`.
@@ -28,7 +32,7 @@ impl GroupCoordinator {
     ) -> Vec<Output> {
         let mut out = Vec::new();
         let group_id = req.group_id.0.to_string();
-        let leaving: Vec<(String, Option<String>)> = if version >= 3 {
+        let leaving: Vec<Leaving> = if version >= 3 {
             req.members
                 .iter()
                 .map(|m| {
@@ -38,77 +42,73 @@ impl GroupCoordinator {
         } else {
             vec![(req.member_id.to_string(), None)]
         };
-        let (top, results) = self.do_leave(&group_id, &leaving, now_ms, &mut out);
+        let result = self.do_leave(&group_id, &leaving, now_ms, &mut out);
         self.reschedule(&group_id);
 
         let mut r = LeaveGroupResponse::default();
-        if version >= 3 {
-            r.error_code = top;
-            r.members = results
-                .into_iter()
-                .map(|((member_id, instance), code)| {
-                    let mut m = MemberResponse::default();
-                    m.member_id = sb(&member_id);
-                    m.group_instance_id = instance.as_deref().map(sb);
-                    m.error_code = code;
-                    m
-                })
-                .collect();
-        } else {
-            r.error_code = if top != 0 {
-                top
-            } else {
-                results.iter().map(|(_, c)| *c).find(|&c| c != 0).unwrap_or(0)
-            };
+        match result {
+            Err(top) => r.error_code = top.code(),
+            Ok(results) if version >= 3 => {
+                r.members = results
+                    .into_iter()
+                    .map(|((member_id, instance), error)| {
+                        let mut m = MemberResponse::default();
+                        m.member_id = sb(&member_id);
+                        m.group_instance_id = instance.as_deref().map(sb);
+                        m.error_code = code(error);
+                        m
+                    })
+                    .collect();
+            }
+            Ok(results) => r.error_code = code(results.into_iter().find_map(|(_, e)| e)),
         }
         out.push(Output::Respond { token, response: ResponseKind::LeaveGroup(r) });
         out
     }
 
-    #[allow(clippy::type_complexity)]
+    /// Remove each leaving member; the outcome per member, or the top-level error.
     fn do_leave(
         &mut self,
         group_id: &str,
-        leaving: &[(String, Option<String>)],
+        leaving: &[Leaving],
         now: i64,
         out: &mut Vec<Output>,
-    ) -> (i16, Vec<((String, Option<String>), i16)>) {
-        if let Some(code) = self.validate_group_status(group_id, false) {
-            return (code, Vec::new());
+    ) -> Result<Vec<(Leaving, Option<ResponseError>)>, ResponseError> {
+        if let Some(e) = self.validate_group_status(group_id, false) {
+            return Err(e);
         }
-        let Some(group) = self.groups.get_mut(group_id) else {
-            let unknown = ResponseError::UnknownMemberId.code();
-            return (0, leaving.iter().map(|l| (l.clone(), unknown)).collect());
+        // A consumer-protocol group has no classic members.
+        let Some(group) = self.groups.get_mut(group_id).and_then(Group::as_classic_mut) else {
+            let unknown = Some(ResponseError::UnknownMemberId);
+            return Ok(leaving.iter().map(|l| (l.clone(), unknown)).collect());
         };
-        let mut ctx = Ctx { cfg: &self.config, now, out };
+        let mut ctx = Ctx { cfg: &self.config, group_id, now, out };
         let mut results = Vec::with_capacity(leaving.len());
         for (member_id, instance) in leaving {
-            let code = if member_id.is_empty() {
+            let error = if member_id.is_empty() {
                 match instance.as_deref().and_then(|i| group.current_static_member_id(i)) {
                     Some(current) => {
                         let current = current.to_string();
                         group.remove_member_and_update_group(&current, &mut ctx);
-                        0
+                        None
                     }
-                    None => ResponseError::UnknownMemberId.code(),
+                    None => Some(ResponseError::UnknownMemberId),
                 }
             } else if group.pending_members.contains_key(member_id) {
                 group.pending_members.shift_remove(member_id);
                 if group.is(GroupState::PreparingRebalance) {
                     group.try_complete_join(&mut ctx);
                 }
-                0
+                None
             } else {
-                match group.validate_current_member(member_id, instance.as_deref()) {
-                    Some(code) => code,
-                    None => {
-                        group.remove_member_and_update_group(member_id, &mut ctx);
-                        0
-                    }
+                let error = group.validate_current_member(member_id, instance.as_deref());
+                if error.is_none() {
+                    group.remove_member_and_update_group(member_id, &mut ctx);
                 }
+                error
             };
-            results.push(((member_id.clone(), instance.clone()), code));
+            results.push(((member_id.clone(), instance.clone()), error));
         }
-        (0, results)
+        Ok(results)
     }
 }

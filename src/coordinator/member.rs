@@ -16,14 +16,19 @@ pub(crate) struct Parked {
 /// A group member. Kafka source: `kafka.coordinator.group.MemberMetadata`.
 #[derive(Debug, Clone)]
 pub(crate) struct Member {
+    /// Coordinator-assigned member id.
     pub member_id: String,
+    /// group.instance.id of a static member.
     pub group_instance_id: Option<String>,
+    /// Client id from the JoinGroup request header.
     pub client_id: String,
+    /// Client address as the caller reported it.
     pub client_host: String,
     /// Max time (ms) the coordinator waits for this member to rejoin in a rebalance.
     pub rebalance_timeout_ms: i32,
     /// The member is removed if no heartbeat arrives for this long (ms).
     pub session_timeout_ms: i32,
+    /// Protocol type the member joined with.
     pub protocol_type: String,
     /// (protocol name, metadata) in the member's order of preference.
     pub protocols: Vec<(String, Bytes)>,

@@ -1,6 +1,6 @@
 //! Consumer group coordinator for the classic group protocol and the consumer group
-//! protocol of KIP-848 (`consumer` module: ConsumerGroupHeartbeat / ConsumerGroupDescribe
-//! with server-side assignment), and committed offsets.
+//! protocol of KIP-848 (ConsumerGroupHeartbeat / ConsumerGroupDescribe with server-side
+//! assignment), and committed offsets.
 //!
 //! [`GroupCoordinator`] is a pure, deterministic state machine modelled on Apache Kafka's
 //! `kafka.coordinator.group.GroupCoordinator` / `GroupMetadata`: it does no I/O, owns no
@@ -28,8 +28,28 @@
 //! REBALANCE_IN_PROGRESS, as Kafka does for old clients).
 //!
 //! Lives on: the one shard (core) that coordinates its groups; never shared across cores.
+//!
+//! # Layout
+//!
+//! A `Group` (`group.rs`) holds what both kinds share (id, committed offsets, timer
+//! slot) and a `GroupKind`: a classic group or a KIP-848 consumer
+//! group. An empty group of one kind becomes the other on its first JoinGroup /
+//! ConsumerGroupHeartbeat, keeping its offsets.
+//!
+//! - `group.rs`: the shared group and the kind enum;
+//! - classic protocol: `classic.rs` (the group), `member.rs`, `state.rs`, `join.rs`,
+//!   `rebalance.rs`, `sync.rs`, `heartbeat.rs`, `leave.rs`, `timers.rs`, `ctx.rs` (per
+//!   call context and the parked JoinGroup / SyncGroup answers);
+//! - `consumer/`: the consumer group protocol (KIP-848), with `assignor.rs`;
+//! - `offsets/`: OffsetCommit, OffsetFetch, OffsetDelete, retention;
+//! - `describe.rs`: ListGroups, DescribeGroups, DeleteGroups;
+//! - `records.rs` (the stored format), `codec.rs` (its value encoding), `load.rs`
+//!   (replaying the records at start-up);
+//! - `config.rs`: tunables.
 
 mod assignor;
+mod classic;
+mod codec;
 mod config;
 mod consumer;
 mod ctx;
@@ -38,8 +58,10 @@ mod group;
 mod heartbeat;
 mod join;
 mod leave;
+mod load;
 mod member;
 mod offsets;
+mod rebalance;
 mod records;
 mod state;
 mod sync;
@@ -54,7 +76,7 @@ pub use config::CoordinatorConfig;
 pub use records::{ConsumerMemberRecord, DecodeError, GroupRecord, MemberRecord};
 pub use state::GroupState;
 
-use group::Group;
+use group::{Group, GroupKind};
 use kafka_protocol::messages::ResponseKind;
 use kafka_protocol::ResponseError;
 
@@ -77,7 +99,7 @@ pub enum Output {
     Persist(GroupRecord),
 }
 
-/// The classic-protocol group coordinator for the groups of one shard.
+/// The group coordinator (classic and consumer groups) for the groups of one shard.
 ///
 /// Kafka source: `GroupCoordinator` + `GroupMetadataManager` (offset cache, cleanup).
 /// Lives on: the coordinating shard only.
@@ -91,10 +113,33 @@ pub struct GroupCoordinator {
     timers: BTreeSet<(i64, String)>,
     /// Next periodic offset-retention / empty-group cleanup (ms); `None` until first use.
     next_retention_check_ms: Option<i64>,
-    /// `Some((seed, counter))` for reproducible member ids (simulation, tests).
-    deterministic_ids: Option<(u64, u64)>,
+    /// Where generated member ids come from.
+    ids: MemberIds,
     /// Topic name -> (topic id, partition count), for server-side assignment.
     topics: consumer::TopicCatalog,
+}
+
+/// Source of generated member ids: random v4 UUIDs, or `Some((seed, counter))` for
+/// reproducible ids (simulation, tests).
+struct MemberIds(Option<(u64, u64)>);
+
+impl MemberIds {
+    /// The next UUID.
+    fn next_uuid(&mut self) -> uuid::Uuid {
+        match &mut self.0 {
+            Some((seed, counter)) => {
+                *counter += 1;
+                uuid::Uuid::from_u64_pair(*seed, *counter)
+            }
+            None => uuid::Uuid::new_v4(),
+        }
+    }
+
+    /// A classic member id: `{prefix}-{uuid}` (Kafka's `clientId-UUID` form).
+    fn next_member_id(&mut self, prefix: &str) -> String {
+        let uuid = self.next_uuid();
+        format!("{prefix}-{uuid}")
+    }
 }
 
 impl GroupCoordinator {
@@ -106,7 +151,7 @@ impl GroupCoordinator {
             loading: false,
             timers: BTreeSet::new(),
             next_retention_check_ms: None,
-            deterministic_ids: None,
+            ids: MemberIds(None),
             topics: consumer::TopicCatalog::new(),
         }
     }
@@ -114,7 +159,7 @@ impl GroupCoordinator {
     /// Generate member ids from `seed` and a counter instead of random v4 UUIDs, so that
     /// a run is fully reproducible (deterministic simulation, tests).
     pub fn with_deterministic_member_ids(mut self, seed: u64) -> Self {
-        self.deterministic_ids = Some((seed, 0));
+        self.ids = MemberIds(Some((seed, 0)));
         self
     }
 
@@ -136,12 +181,16 @@ impl GroupCoordinator {
         self.loading = loading;
         if !loading {
             let ids: Vec<String> = self.groups.keys().cloned().collect();
+            let consumer_session_ms = self.config.consumer_session_timeout_ms as i64;
             for id in ids {
-                if let Some(g) = self.groups.get_mut(&id) {
-                    for m in g.members.values_mut() {
-                        m.heartbeat_deadline = Some(now_ms + m.session_timeout_ms as i64);
+                match self.groups.get_mut(&id).map(|g| &mut g.kind) {
+                    Some(GroupKind::Classic(c)) => {
+                        for m in c.members.values_mut() {
+                            m.heartbeat_deadline = Some(now_ms + m.session_timeout_ms as i64);
+                        }
                     }
-                    g.arm_consumer_timers(self.config.consumer_session_timeout_ms as i64, now_ms);
+                    Some(GroupKind::Consumer(cg)) => cg.arm_timers(consumer_session_ms, now_ms),
+                    None => {}
                 }
                 self.reschedule(&id);
             }
@@ -151,18 +200,27 @@ impl GroupCoordinator {
     }
 
     /// The state of `group_id`, or `None` if the coordinator does not know it (Dead).
+    /// A consumer-protocol group is Empty without members and Stable with.
     pub fn group_state(&self, group_id: &str) -> Option<GroupState> {
-        self.groups.get(group_id).map(|g| g.state)
+        self.groups.get(group_id).map(|g| g.state())
     }
 
-    /// The current generation of `group_id` (0 for a new group).
+    /// The current generation of `group_id` (0 for a new group, and for a
+    /// consumer-protocol group, which has epochs instead: see `consumer_group_state`).
     pub fn group_generation(&self, group_id: &str) -> Option<i32> {
-        self.groups.get(group_id).map(|g| g.generation)
+        self.groups.get(group_id).map(|g| match &g.kind {
+            GroupKind::Classic(c) => c.generation,
+            GroupKind::Consumer(_) => 0,
+        })
     }
 
-    /// Member ids of `group_id` in join order.
+    /// Member ids of the classic group `group_id` in join order (none for unknown and
+    /// consumer-protocol groups).
     pub fn group_members(&self, group_id: &str) -> Vec<String> {
-        self.groups.get(group_id).map(|g| g.members.keys().cloned().collect()).unwrap_or_default()
+        match self.groups.get(group_id).map(|g| &g.kind) {
+            Some(GroupKind::Classic(c)) => c.members.keys().cloned().collect(),
+            _ => Vec::new(),
+        }
     }
 
     /// Number of groups currently known (not Dead).
@@ -172,29 +230,14 @@ impl GroupCoordinator {
 
     /// Kafka's `validateGroupStatus`: INVALID_GROUP_ID (empty id where the API requires
     /// one) or COORDINATOR_LOAD_IN_PROGRESS.
-    fn validate_group_status(&self, group_id: &str, allow_empty_id: bool) -> Option<i16> {
+    fn validate_group_status(&self, group_id: &str, allow_empty_id: bool) -> Option<ResponseError> {
         if group_id.is_empty() && !allow_empty_id {
-            Some(ResponseError::InvalidGroupId.code())
+            Some(ResponseError::InvalidGroupId)
         } else if self.loading {
-            Some(ResponseError::CoordinatorLoadInProgress.code())
+            Some(ResponseError::CoordinatorLoadInProgress)
         } else {
             None
         }
-    }
-
-    fn next_uuid(&mut self) -> uuid::Uuid {
-        match &mut self.deterministic_ids {
-            Some((seed, counter)) => {
-                *counter += 1;
-                uuid::Uuid::from_u64_pair(*seed, *counter)
-            }
-            None => uuid::Uuid::new_v4(),
-        }
-    }
-
-    fn next_member_id(&mut self, prefix: &str) -> String {
-        let uuid = self.next_uuid();
-        format!("{prefix}-{uuid}")
     }
 
     /// Recompute the group's earliest deadline and index it in the timer set.
@@ -219,13 +262,6 @@ impl GroupCoordinator {
         if self.next_retention_check_ms.is_none() && !self.loading {
             self.next_retention_check_ms =
                 Some(now_ms + self.config.offsets_retention_check_interval_ms);
-        }
-    }
-
-    /// Drop a group whose state became Dead.
-    fn drop_if_dead(&mut self, group_id: &str) {
-        if matches!(self.groups.get(group_id), Some(g) if g.state == GroupState::Dead) {
-            self.remove_group(group_id);
         }
     }
 

@@ -7,6 +7,7 @@ use bytes::Bytes;
 use kafka_protocol::messages::{ResponseKind, SyncGroupRequest};
 use kafka_protocol::ResponseError;
 
+use super::classic::ClassicGroup;
 use super::ctx::{Ctx, SyncResult};
 use super::group::Group;
 use super::member::Parked;
@@ -48,31 +49,32 @@ impl GroupCoordinator {
         } else {
             (None, None)
         };
-        let fail = |out: &mut Vec<Output>, code: i16| {
+        let fail = |out: &mut Vec<Output>, code: ResponseError| {
             out.push(Output::Respond {
                 token,
                 response: ResponseKind::SyncGroup(SyncResult::error(code).into_response(version)),
             })
         };
         if version >= 5 && (ptype.is_none() || pname.is_none()) {
-            fail(&mut out, ResponseError::InconsistentGroupProtocol.code());
+            fail(&mut out, ResponseError::InconsistentGroupProtocol);
             return out;
         }
         if let Some(code) = self.validate_group_status(&group_id, false) {
             // A loading coordinator lost the rebalance: make the member rejoin.
-            let code = if code == ResponseError::CoordinatorLoadInProgress.code() {
-                ResponseError::RebalanceInProgress.code()
+            let code = if code == ResponseError::CoordinatorLoadInProgress {
+                ResponseError::RebalanceInProgress
             } else {
                 code
             };
             fail(&mut out, code);
             return out;
         }
-        let Some(group) = self.groups.get_mut(&group_id) else {
-            fail(&mut out, ResponseError::UnknownMemberId.code());
+        // A consumer-protocol group has no classic members.
+        let Some(group) = self.groups.get_mut(&group_id).and_then(Group::as_classic_mut) else {
+            fail(&mut out, ResponseError::UnknownMemberId);
             return out;
         };
-        let mut ctx = Ctx { cfg: &self.config, now: now_ms, out: &mut out };
+        let mut ctx = Ctx { cfg: &self.config, group_id: &group_id, now: now_ms, out: &mut out };
         let assignments: HashMap<String, Bytes> =
             req.assignments.into_iter().map(|a| (a.member_id.to_string(), a.assignment)).collect();
         group.do_sync(
@@ -90,7 +92,7 @@ impl GroupCoordinator {
     }
 }
 
-impl Group {
+impl ClassicGroup {
     /// Kafka's `validateSyncGroup` + `doSyncGroup`.
     #[allow(clippy::too_many_arguments)]
     fn do_sync(
@@ -106,11 +108,11 @@ impl Group {
     ) {
         let error = self.validate_current_member(member_id, instance).or_else(|| {
             if generation != self.generation {
-                Some(ResponseError::IllegalGeneration.code())
+                Some(ResponseError::IllegalGeneration)
             } else if ptype.is_some_and(|t| self.protocol_type.as_deref() != Some(t))
                 || pname.is_some_and(|n| self.protocol_name.as_deref() != Some(n))
             {
-                Some(ResponseError::InconsistentGroupProtocol.code())
+                Some(ResponseError::InconsistentGroupProtocol)
             } else {
                 None
             }
@@ -121,14 +123,15 @@ impl Group {
         }
         match self.state {
             GroupState::Empty | GroupState::Dead => {
-                ctx.respond_sync(parked, SyncResult::error(ResponseError::UnknownMemberId.code()))
+                ctx.respond_sync(parked, SyncResult::error(ResponseError::UnknownMemberId))
             }
-            GroupState::PreparingRebalance => ctx
-                .respond_sync(parked, SyncResult::error(ResponseError::RebalanceInProgress.code())),
+            GroupState::PreparingRebalance => {
+                ctx.respond_sync(parked, SyncResult::error(ResponseError::RebalanceInProgress))
+            }
             GroupState::CompletingRebalance => {
                 let m = self.members.get_mut(member_id).expect("validated member");
                 if let Some(old) = m.awaiting_sync.replace(parked) {
-                    let code = ResponseError::RebalanceInProgress.code();
+                    let code = ResponseError::RebalanceInProgress;
                     ctx.respond_sync(old, SyncResult::error(code));
                 }
                 self.remove_pending_sync(member_id);
@@ -136,8 +139,8 @@ impl Group {
                     for m in self.members.values_mut() {
                         m.assignment = assignments.get(&m.member_id).cloned().unwrap_or_default();
                     }
-                    ctx.persist(self.metadata_record());
-                    self.propagate_assignment(0, ctx);
+                    ctx.persist(self.metadata_record(ctx.group_id));
+                    self.propagate_assignment(None, ctx);
                     self.transition(GroupState::Stable, ctx.now);
                 }
             }
@@ -146,7 +149,7 @@ impl Group {
                 let m = self.members.get_mut(member_id).expect("validated member");
                 m.heartbeat_deadline = Some(ctx.now + m.session_timeout_ms as i64);
                 let result = SyncResult {
-                    error: 0,
+                    error: None,
                     protocol_type: self.protocol_type.clone(),
                     protocol_name: self.protocol_name.clone(),
                     assignment: m.assignment.clone(),
@@ -166,8 +169,8 @@ impl Group {
 
     /// Kafka's `propagateAssignment`: answer every parked SyncGroup with the member's
     /// assignment (or `error`) and restart its session timer.
-    pub fn propagate_assignment(&mut self, error: i16, ctx: &mut Ctx) {
-        let (ptype, pname) = if error == 0 {
+    pub fn propagate_assignment(&mut self, error: Option<ResponseError>, ctx: &mut Ctx) {
+        let (ptype, pname) = if error.is_none() {
             (self.protocol_type.clone(), self.protocol_name.clone())
         } else {
             (None, None)
@@ -187,10 +190,10 @@ impl Group {
     }
 
     /// Kafka's `resetAndPropagateAssignmentError`.
-    pub fn reset_and_propagate_assignment_error(&mut self, error: i16, ctx: &mut Ctx) {
+    pub fn reset_and_propagate_assignment_error(&mut self, error: ResponseError, ctx: &mut Ctx) {
         for m in self.members.values_mut() {
             m.assignment = Bytes::new();
         }
-        self.propagate_assignment(error, ctx);
+        self.propagate_assignment(Some(error), ctx);
     }
 }

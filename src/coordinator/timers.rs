@@ -2,8 +2,9 @@
 //! pending-sync timeout, offset retention (what Kafka's purgatories and the offsets
 //! cleanup scheduler do).
 
+use super::classic::{ClassicGroup, JoinTimer};
 use super::ctx::Ctx;
-use super::group::{Group, JoinTimer};
+use super::group::GroupKind;
 use super::state::GroupState;
 use super::{GroupCoordinator, Output};
 
@@ -42,10 +43,12 @@ impl GroupCoordinator {
             .collect();
         for id in due {
             if let Some(g) = self.groups.get_mut(&id) {
-                let mut ctx = Ctx { cfg: &self.config, now: now_ms, out: &mut out };
-                g.run_timers(&mut ctx);
+                let mut ctx = Ctx { cfg: &self.config, group_id: &id, now: now_ms, out: &mut out };
+                match &mut g.kind {
+                    GroupKind::Classic(c) => c.run_timers(&mut ctx),
+                    GroupKind::Consumer(cg) => cg.expire_members(&mut ctx),
+                }
             }
-            self.drop_if_dead(&id);
             self.reschedule(&id);
         }
         if self.next_retention_check_ms.is_some_and(|t| t <= now_ms) {
@@ -67,12 +70,11 @@ impl GroupCoordinator {
     }
 }
 
-impl Group {
+impl ClassicGroup {
     /// Fire every deadline of this group that is due at `ctx.now`.
     fn run_timers(&mut self, ctx: &mut Ctx) {
         for _ in 0..MAX_ROUNDS {
             let mut fired = self.expire_sessions(ctx);
-            fired |= self.expire_consumer_members(ctx);
             if self.is(GroupState::PreparingRebalance) {
                 if let Some(t) = self.join_timer.filter(|t| t.deadline() <= ctx.now) {
                     fired = true;

@@ -1,0 +1,10 @@
+//! Committed offsets: OffsetCommit (`commit.rs`), OffsetFetch (`fetch.rs`),
+//! OffsetDelete (`delete.rs`) and retention (`retention.rs`). Offsets live in the shared
+//! [`Group`](super::group::Group) of either kind. Kafka source:
+//! `GroupCoordinator.handleCommitOffsets` / `handleFetchOffsets` / `handleDeleteOffsets`,
+//! `GroupMetadataManager.cleanupGroupMetadata`.
+
+mod commit;
+mod delete;
+mod fetch;
+mod retention;
