@@ -1,4 +1,4 @@
-//! Partition -> owning shard lookup (the ShardTable role of `metadata::Catalog`), done
+//! Partition -> owning shard lookup (the shard-table role of `metadata::Catalog`), done
 //! once per partition of every Produce/Fetch request, on a catalog of 1,000 partitions.
 //!
 //! Run: `cargo bench --bench catalog`

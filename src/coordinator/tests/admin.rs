@@ -23,7 +23,11 @@ fn batched_leave_v3_removes_members_and_empties_group() {
     ]);
     let out = h.c.leave_group(1, 3, req, h.now);
     assert!(
-        matches!(&out[0], Output::Persist(GroupRecord::GroupMetadata { generation: 2, members, .. }) if members.is_empty()),
+        matches!(
+            &out[0],
+            Output::Persist(GroupRecord::GroupMetadata { generation: 2, members, .. })
+                if members.is_empty()
+        ),
         "{out:?}"
     );
     let ResponseKind::LeaveGroup(r) = only_response(&out) else { panic!() };

@@ -120,9 +120,11 @@ fn one_member() -> H {
     assert_eq!(r.heartbeat_interval_ms, 5_000);
     assert_eq!(assignment(&r), Some(vec![(T1, vec![0, 1, 2, 3, 4, 5])]));
     assert_eq!(records.len(), 1);
-    assert!(
-        matches!(&records[0], GroupRecord::ConsumerGroup { group_epoch: 1, assignment_epoch: 1, members, .. } if members.len() == 1)
-    );
+    assert!(matches!(
+        &records[0],
+        GroupRecord::ConsumerGroup { group_epoch: 1, assignment_epoch: 1, members, .. }
+            if members.len() == 1
+    ));
     h
 }
 
@@ -277,9 +279,11 @@ fn leave_gives_everything_to_remaining_member() {
     let (r, records) = hb_v(&mut h, 1, beat_req("a", -1, None));
     assert_eq!((r.error_code, r.member_epoch), (0, -1));
     assert_eq!(r.member_id.as_deref(), Some("a"));
-    assert!(
-        matches!(&records[..], [GroupRecord::ConsumerGroup { group_epoch: 3, members, .. }] if members.len() == 1)
-    );
+    assert!(matches!(
+        &records[..],
+        [GroupRecord::ConsumerGroup { group_epoch: 3, members, .. }]
+            if members.len() == 1
+    ));
     assert_eq!(h.c.consumer_group_state("cg"), Some(("Reconciling", 3, 3)));
     let r = hb(&mut h, beat_req("b", 2, None));
     assert_eq!(r.member_epoch, 3);
@@ -312,9 +316,11 @@ fn session_expiry_removes_silent_member() {
     hb(&mut h, beat_req("b", 2, None));
     assert!(h.tick_at(T0 + SESSION_MS - 1).is_empty());
     let out = h.tick_at(T0 + SESSION_MS);
-    assert!(
-        matches!(&out[..], [Output::Persist(GroupRecord::ConsumerGroup { group_epoch: 3, members, .. })] if members.len() == 1 && members[0].member_id == "b")
-    );
+    assert!(matches!(
+        &out[..],
+        [Output::Persist(GroupRecord::ConsumerGroup { group_epoch: 3, members, .. })]
+            if members.len() == 1 && members[0].member_id == "b"
+    ));
     assert_eq!(h.c.next_deadline(), Some(T0 + 30_000 + SESSION_MS));
     let r = hb(&mut h, beat_req("b", 2, None));
     assert_eq!(r.member_epoch, 3);
@@ -709,7 +715,11 @@ fn restart_restores_group_and_offsets() {
     // Sessions were re-armed at load time: b, silent, expires then.
     let out = h2.tick_at(T0 + 1_000 + SESSION_MS);
     assert!(
-        matches!(&persisted(&out)[..], [GroupRecord::ConsumerGroup { group_epoch: 4, members, .. }] if members.len() == 2),
+        matches!(
+            &persisted(&out)[..],
+            [GroupRecord::ConsumerGroup { group_epoch: 4, members, .. }]
+                if members.len() == 2
+        ),
         "{out:?}"
     );
     assert_eq!(
@@ -731,9 +741,11 @@ fn static_member_not_returning_expires() {
     hb(&mut h, beat_req("b", 2, None));
     assert_eq!(h.c.next_deadline(), Some(T0 + 10_000 + SESSION_MS));
     let out = h.tick_at(T0 + 10_000 + SESSION_MS);
-    assert!(
-        matches!(&persisted(&out)[..], [GroupRecord::ConsumerGroup { group_epoch: 3, members, .. }] if members.len() == 1)
-    );
+    assert!(matches!(
+        &persisted(&out)[..],
+        [GroupRecord::ConsumerGroup { group_epoch: 3, members, .. }]
+            if members.len() == 1
+    ));
     let r = hb(&mut h, beat_req("b", 2, None));
     assert_eq!(r.member_epoch, 3);
     assert_eq!(assignment(&r), Some(vec![(T1, vec![0, 1, 2, 3, 4, 5])]));

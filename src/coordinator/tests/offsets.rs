@@ -40,8 +40,15 @@ fn simple_commit_on_unknown_group_is_accepted() {
     assert_eq!(records.len(), 2);
     assert!(matches!(
         &records[0],
-        GroupRecord::Offset { group, topic, partition: 0, offset: 42, leader_epoch: -1, commit_timestamp_ms: T0, .. }
-            if group == "solo" && topic == "t1"
+        GroupRecord::Offset {
+            group,
+            topic,
+            partition: 0,
+            offset: 42,
+            leader_epoch: -1,
+            commit_timestamp_ms: T0,
+            ..
+        } if group == "solo" && topic == "t1"
     ));
     assert!(matches!(out.last(), Some(Output::Respond { .. })), "respond after persist");
     assert_eq!(h.c.group_state("solo"), Some(GroupState::Empty));
