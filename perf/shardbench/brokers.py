@@ -148,7 +148,7 @@ class Shardlog(Broker):
     def prepare(self):
         self.start_cmd = [*self.taskset(), str(self.opts.shardlog_bin), "--listen", self.bootstrap,
                           "--data-dir", str(self.dir / "data"), "--cores", str(self.opts.cores),
-                          "--flush", self.opts.flush]
+                          "--flush", self.opts.flush, *getattr(self.opts, "shardlog_arg", [])]
 
     def version(self) -> str:
         r = subprocess.run([str(self.opts.shardlog_bin), "--version"], capture_output=True, text=True)

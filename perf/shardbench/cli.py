@@ -37,6 +37,9 @@ def main(argv=None):
     ap.add_argument("--conn-rate", type=int, default=10, help="many-connections: records/s offered by each of the "
                                                                   "200 producers (default 10)")
     ap.add_argument("--shardlog-bin", type=Path, required=True)
+    ap.add_argument("--shardlog-arg", action="append", default=[], metavar="ARG",
+                    help="extra shardlog flag (repeatable; write --shardlog-arg=--cache-bytes=0), "
+                         "for ablation runs of one mechanism")
     ap.add_argument("--replot", type=Path, metavar="JSON",
                     help="only redraw the chart of an earlier run from its .json (writes the .png beside it)")
     ap.add_argument("--out", type=Path, help="result folder (default perf/results for a full run of every workload "
