@@ -11,11 +11,12 @@ use kafka_protocol::messages::ConsumerProtocolSubscription;
 use kafka_protocol::protocol::Decodable;
 use kafka_protocol::ResponseError;
 
-use super::ctx::{sb, Ctx, JoinResult, SyncResult};
+use super::ctx::{Ctx, JoinResult, SyncResult};
 use super::group::CONSUMER_PROTOCOL_TYPE;
 use super::member::Member;
 use super::records::{GroupRecord, MemberRecord};
 use super::state::GroupState;
+use crate::protocol::strings::sb;
 
 /// The pending rebalance completion (Kafka's `DelayedJoin` / `InitialDelayedJoin`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,6 +10,7 @@ use super::member::Parked;
 use super::records::GroupRecord;
 use super::{CoordinatorConfig, Output, RequestToken};
 use crate::error::{code, ResponseError};
+use crate::protocol::strings::sb;
 
 /// What one coordinator call needs besides the group itself.
 pub(crate) struct Ctx<'a> {
@@ -45,11 +46,6 @@ impl Ctx<'_> {
         let r = result.into_response(parked.version);
         self.respond(parked.token, ResponseKind::SyncGroup(r));
     }
-}
-
-/// `s` as a protocol string.
-pub(crate) fn sb(s: &str) -> StrBytes {
-    StrBytes::from_string(s.to_string())
 }
 
 /// Kafka's `JoinGroupResult`.

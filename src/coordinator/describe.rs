@@ -9,11 +9,11 @@ use kafka_protocol::messages::{
     ListGroupsRequest, ListGroupsResponse, ResponseKind,
 };
 
-use super::ctx::sb;
 use super::group::GroupKind;
 use super::state::GroupState;
 use super::{GroupCoordinator, Output, RequestToken};
 use crate::error::{code, ResponseError};
+use crate::protocol::strings::sb;
 
 /// Group type reported by ListGroups v5+ for classic-protocol groups.
 const CLASSIC_GROUP_TYPE: &str = "classic";

@@ -3,11 +3,12 @@
 use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse, ResponseKind};
 
-use super::ctx::{sb, Ctx};
+use super::ctx::Ctx;
 use super::group::Group;
 use super::state::GroupState;
 use super::{GroupCoordinator, Output, RequestToken};
 use crate::error::{code, ResponseError};
+use crate::protocol::strings::sb;
 
 /// A leaving member: (member id, group instance id).
 type Leaving = (String, Option<String>);

@@ -16,13 +16,13 @@ use kafka_protocol::protocol::Encodable;
 use uuid::Uuid;
 
 use super::super::assignor::Assignment;
-use super::super::ctx::sb;
 use super::super::describe::GROUP_AUTHORIZED_OPERATIONS;
 use super::super::group::{Group, CONSUMER_PROTOCOL_TYPE};
 use super::super::{GroupCoordinator, Output, RequestToken};
 use super::group::ConsumerGroup;
 use super::topics::TopicCatalog;
 use crate::error::ResponseError;
+use crate::protocol::strings::sb;
 
 /// topic id -> topic name, from the catalog.
 fn topic_names(catalog: &TopicCatalog) -> HashMap<Uuid, &str> {

@@ -11,7 +11,6 @@ use kafka_protocol::messages::{
 };
 
 use super::super::assignor::Assignment;
-use super::super::ctx::sb;
 use super::super::group::{Group, GroupKind};
 use super::super::records::GroupRecord;
 use super::super::{GroupCoordinator, Output, RequestToken};
@@ -21,6 +20,7 @@ use super::reconcile::reconcile;
 use super::record::to_assignment;
 use super::validate::{check_member_epoch, fail, fenced_instance, validate_request, Fail};
 use crate::error::ResponseError;
+use crate::protocol::strings::sb;
 
 /// A consumer group as it was before a call: its record (to persist only changes) and
 /// whether it had members (to date a change between Empty and non-empty).

@@ -4,12 +4,12 @@
 
 use kafka_protocol::messages::ConsumerGroupHeartbeatResponse;
 
-use super::super::ctx::sb;
 use super::super::group::GroupKind;
 use super::super::GroupCoordinator;
 use super::member::{MemberState, STATIC_LEAVE_EPOCH};
 use super::validate::{fail, fenced_instance, Fail};
 use crate::error::ResponseError;
+use crate::protocol::strings::sb;
 
 impl GroupCoordinator {
     /// Kafka's `consumerGroupLeave`: epoch -1 removes the member (group epoch bump);

@@ -5,13 +5,13 @@ use kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
     OffsetFetchResponseTopic, OffsetFetchResponseTopics,
 };
-use kafka_protocol::messages::{OffsetFetchRequest, OffsetFetchResponse, ResponseKind, TopicName};
+use kafka_protocol::messages::{OffsetFetchRequest, OffsetFetchResponse, ResponseKind};
 
 use super::super::consumer::validate_member_epoch;
-use super::super::ctx::sb;
 use super::super::group::{CommittedOffset, Group};
 use super::super::{GroupCoordinator, Output, RequestToken};
 use crate::error::{code, ResponseError};
+use crate::protocol::strings::{sb, topic_name};
 
 /// Requested partitions per topic; `None` = every committed partition.
 type FetchTopics = Option<Vec<(String, Vec<i32>)>>;
@@ -70,10 +70,6 @@ macro_rules! response_topics {
             })
             .collect()
     };
-}
-
-fn topic_name(s: &str) -> TopicName {
-    TopicName(sb(s))
 }
 
 impl GroupCoordinator {
