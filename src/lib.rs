@@ -8,10 +8,10 @@
 //! | module | owns |
 //! | --- | --- |
 //! | [`config`] | the clap `Config`: every flag with unit, default, `SHARDLOG_*` env |
-//! | [`protocol`] | no I/O: frames, request headers, record batch view and scan |
-//! | [`net`] | per-core listener; `Connection`: frames in, responses out in order |
+//! | [`protocol`] | no I/O: frames, headers, record batch view and scan, strings |
+//! | [`net`] | per-core listener; `connection::serve`: frames in, responses out in order |
 //! | [`handlers`] | one file per Kafka API, one two-phase shape; the `apis!` table |
-//! | [`shard`] | per-core `Shard` state; the typed `ShardMessage`s between cores |
+//! | [`shard`] | per-core `Shard`; `ShardMessage`s; control plane; group runtime |
 //! | [`log`] | `PartitionLog`: segments, indexes, tail cache, recovery, producers |
 //! | [`coordinator`] | the consumer group coordinator, a pure state machine |
 //! | [`metadata`] | the topic catalog: names, ids, partitions, placement; persisted |

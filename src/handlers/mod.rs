@@ -8,17 +8,21 @@
 //! - `pub async fn handle(ctx: &Ctx, request: XRequest) -> Outcome<XResponse>`.
 //!
 //! `handle` is the first phase of a request (Redpanda's "dispatched"): it decodes,
-//! validates and *starts* the work, including cross-shard work (appends are given
-//! their offsets here, so they keep request order). It may await room in a mesh
-//! channel, never another shard's answer: what must wait is returned as
-//! [`Outcome::Later`], the second phase ("produced"), which the connection awaits in
-//! request order while it goes on reading and dispatching pipelined requests.
+//! validates and *starts* the work, including cross-shard work: a request for another
+//! shard is queued on that shard's mesh channel here, in request order, and each shard
+//! executes the messages from one peer in the order they were sent
+//! (`shard::serve::serve_mesh`), so appends get their offsets in request order. It may
+//! await room in a mesh channel, never another shard's answer: what must wait is
+//! returned as [`Outcome::Later`], the second phase ("produced"), which the connection
+//! awaits in request order while it goes on reading and dispatching pipelined requests.
 //!
 //! # The table
 //!
 //! The `apis!` macro below is the only list of APIs. It generates both [`REGISTRY`] (what
 //! ApiVersions advertises) and the dispatch `match` (what is served), so the two
-//! cannot drift. Adding an API is one new file plus one line in that table.
+//! cannot drift, and declares the handler modules. Adding an API is one new file plus
+//! one line in that table; an API that needs new work on other shards also needs a
+//! message in `shard::messages`, and a group API needs the coordinator to serve it.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -29,31 +33,7 @@ use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 use crate::protocol::frame::Request;
 use crate::shard::Shard;
 
-pub mod api_versions;
-pub mod consumer_group_describe;
-pub mod consumer_group_heartbeat;
-pub mod create_partitions;
-pub mod create_topics;
-pub mod delete_groups;
-pub mod delete_topics;
-pub mod describe_cluster;
-pub mod describe_configs;
-pub mod describe_groups;
-pub mod fetch;
-pub mod find_coordinator;
 mod group_route;
-pub mod heartbeat;
-pub mod init_producer_id;
-pub mod join_group;
-pub mod leave_group;
-pub mod list_groups;
-pub mod list_offsets;
-pub mod metadata;
-pub mod offset_commit;
-pub mod offset_delete;
-pub mod offset_fetch;
-pub mod produce;
-pub mod sync_group;
 
 #[cfg(test)]
 mod tests;
@@ -130,9 +110,12 @@ pub struct Dispatched {
 }
 
 /// Generates the API table: `Variant => module` where `Variant` names the API in
-/// `ApiKey`, `RequestKind` and `ResponseKind` alike, and `module` is its handler.
+/// `ApiKey`, `RequestKind` and `ResponseKind` alike, and `module` is its handler file
+/// (declared here too).
 macro_rules! apis {
     ($($api:ident => $module:ident),* $(,)?) => {
+        $(pub mod $module;)*
+
         /// Every implemented API with its versions: the source of the ApiVersions table.
         pub const REGISTRY: &[(ApiKey, Versions)] = &[$((ApiKey::$api, $module::VERSIONS)),*];
 
@@ -199,7 +182,10 @@ pub fn versions_of(api: ApiKey) -> Option<Versions> {
 }
 
 /// Runs the first phase of a request: decode, validate, start the work. Whatever
-/// must keep the request order (offset assignment) happens before this returns.
+/// must keep the request order (an append queued to its owner, or run here when this
+/// shard owns the partition) happens before this returns. An unknown API key, an
+/// unsupported version (except ApiVersions, KIP-511) or an undecodable body is a
+/// [`Refusal`]: the connection closes.
 pub async fn dispatch(ctx: &Ctx, request: Request) -> Result<Dispatched, Refusal> {
     let Some(api) = request.api else {
         return Err(Refusal::UnknownApiKey(request.api_key));

@@ -1,10 +1,11 @@
 //! Produce (key 0): validate each partition's record batches here, append them on
 //! the owning shards, answer per `acks` (0: no response at all).
 //!
-//! Two phases: [`handle`] validates and *starts* every append (so offsets are
-//! assigned in request order), and returns the deferred part that waits for the
-//! writes. Record bytes are never copied or re-encoded on this shard: each batch is
-//! a slice of the request frame.
+//! Two phases: [`handle`] validates and *starts* every append (queues it to the
+//! owning shard in request order, or runs it here when this shard owns the
+//! partition), and returns the deferred part that waits for the writes. Record
+//! bytes are never copied or re-encoded on this shard: each batch is a slice of the
+//! request frame (the owning log copies it once, see `PartitionLog::append`).
 
 use bytes::Bytes;
 use futures_channel::oneshot;

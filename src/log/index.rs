@@ -8,7 +8,8 @@
 //! - time index: entries of (max timestamp so far i64 ms, relative offset u32 of the LAST
 //!   record of the batch holding it), 12 bytes each, both non-decreasing.
 
-/// Sparse offset index of one segment.
+/// Sparse offset index of one segment. Lives on the partition's owning shard only, inside its
+/// `PartitionLog`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OffsetIndex {
     /// (relative offset, file position), increasing in both.
@@ -68,7 +69,8 @@ impl OffsetIndex {
     }
 }
 
-/// Sparse time index of one segment.
+/// Sparse time index of one segment. Lives on the partition's owning shard only, inside its
+/// `PartitionLog`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TimeIndex {
     /// (max timestamp so far, relative last offset of the batch holding it).

@@ -13,7 +13,7 @@
 //! advances the high watermark and wakes appenders and Fetch long-polls. Under
 //! [`FlushPolicy::Interval`] a timer task `fdatasync`s every `flush_interval_ms`.
 //!
-//! ## Files (see `DESIGN.md`, "Storage layout")
+//! ## Files (see `ARCHITECTURE.md`, "Storage layout")
 //! `<dir>/<base offset:020>.log` (batches verbatim), `.index` (relative offset u32 ->
 //! position u32), `.timeindex` (max timestamp i64 -> relative offset u32), and
 //! `producer.snapshot` (idempotent producer state, written at roll and close).

@@ -46,7 +46,8 @@ pub enum SeqCheck {
     Fenced,
 }
 
-/// Producer id -> [`ProducerEntry`] for one partition.
+/// Producer id -> [`ProducerEntry`] for one partition. Lives on the partition's owning shard only,
+/// inside its `PartitionLog`.
 #[derive(Debug, Clone, Default)]
 pub struct ProducerState {
     producers: HashMap<i64, ProducerEntry>,

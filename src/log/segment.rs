@@ -27,9 +27,9 @@ fn invalid(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg)
 }
 
-/// A segment file and its indexes. `size` is the logical size: the end of the last
-/// whole batch written (the file itself may be longer by zero padding to the DMA
-/// alignment until it is truncated at roll/close).
+/// A segment file and its indexes. `size` is the logical size: the end of the last whole batch
+/// written (the file itself may be longer by zero padding to the DMA alignment until it is
+/// truncated at roll/close). Lives on the partition's owning shard only, inside its `PartitionLog`.
 #[derive(Debug)]
 pub struct Segment {
     /// Offset of the first batch in the segment (also its name).

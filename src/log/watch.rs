@@ -95,7 +95,8 @@ impl Future for WaitAbove {
     }
 }
 
-/// A one-consumer wake-up flag (like tokio's `Notify` with a single waiter).
+/// A one-consumer wake-up flag (like tokio's `Notify` with a single waiter). Lives on
+/// one shard (the waker and the waiter are tasks of the same executor).
 #[derive(Debug, Default)]
 pub struct Notify {
     flag: Cell<bool>,

@@ -64,7 +64,8 @@ pub struct GroupCall {
     pub client_host: String,
 }
 
-/// The group coordinator runtime of one shard.
+/// The group coordinator runtime of one shard. Lives on that shard only (every shard
+/// has one, for the groups it coordinates).
 pub struct GroupHost {
     coordinator: RefCell<GroupCoordinator>,
     /// Owned offsets partitions opened so far, by partition number. A partition's

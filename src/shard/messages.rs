@@ -6,7 +6,8 @@
 //! - [`ControlRequest`]: to the control shard ([`CONTROL_SHARD`]) only;
 //! - [`CatalogChanged`]: from the control shard to every other shard.
 //!
-//! Error replies are [`ResponseError`]s, never raw codes.
+//! Error replies are [`ResponseError`]s (or [`CatalogError`]s, which map to them),
+//! never raw codes; a group request's reply is the coordinator's whole response.
 
 use std::sync::Arc;
 
@@ -115,7 +116,7 @@ pub enum DataRequest {
     /// `timeout_ms`.
     WaitForData { partitions: Vec<(TopicName, i32, i64)>, timeout_ms: u64, reply: Reply<()> },
     /// ListOffsets for one timestamp spec (-1 latest, -2 earliest, -3 max timestamp,
-    /// -4 earliest local, else a timestamp in ms).
+    /// -4 earliest local, a timestamp >= 0 in ms; other values find nothing).
     ListOffset { topic: TopicName, partition: i32, timestamp: i64, reply: Reply<ListedOffset> },
     /// One group request (or the part of a multi-group request for the groups that
     /// shard coordinates).

@@ -20,8 +20,10 @@ use super::state::Shard;
 use crate::error::ResponseError;
 use crate::log::{AppendError, ReadError};
 
-/// Receives messages from every other shard until the mesh closes; each one is
-/// started in order, then completes in its own task.
+/// Receives messages from every other shard until the mesh closes: one task per
+/// peer takes that peer's messages in the order they were sent and starts each before
+/// taking the next (then it completes in its own task). This is what keeps a
+/// connection's appends to a remote partition in request order.
 pub async fn serve_mesh(shard: Rc<Shard>, mut receivers: Receivers<ShardMessage>) {
     let streams = receivers.streams();
     let mut tasks = Vec::new();

@@ -20,7 +20,7 @@ use crate::log::{LogConfig, PartitionLog};
 use crate::metadata::Catalog;
 use crate::topic_config::EffectiveTopicConfig;
 
-/// One partition's log as its owning shard holds it.
+/// One partition's log as its owning shard holds it. Lives on that shard only.
 pub struct OwnedLog {
     /// Topic id at the time the log was opened; a recreated topic gets a new log.
     pub topic_id: Uuid,
@@ -91,10 +91,12 @@ impl Shard {
     }
 
     /// Sends a data-plane request to shard `to` (a partition's owner or a group's
-    /// coordinator). A request for this shard itself is executed directly. Offsets of
-    /// appends are assigned before this returns, so appends issued in order by one
-    /// task are written in that order. Awaits only room in the mesh channel, never
-    /// the other shard's work: the reply comes on the request's own channel.
+    /// coordinator). A request for this shard itself is executed directly (an append
+    /// gets its offsets before this returns); one for another shard is queued on that
+    /// shard's channel from this one, which is FIFO and executed in order by
+    /// [`super::serve::serve_mesh`]. Either way appends issued in order by one task are
+    /// written in that order. Awaits only room in the mesh channel, never the other
+    /// shard's work: the reply comes on the request's own channel.
     pub async fn send(self: &Rc<Self>, to: ShardId, request: DataRequest) {
         self.deliver(to, ShardMessage::Data(request)).await;
     }
