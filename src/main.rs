@@ -96,6 +96,8 @@ fn main() -> ExitCode {
         data_dir = %config.data_dir.display(),
         io_memory = config.io_memory,
         ring_depth = config.ring_depth,
+        produce_fanout = ?config.produce_fanout,
+        spin_before_park_us = config.spin_before_park_us,
         "starting shardlog"
     );
 
@@ -104,13 +106,17 @@ fn main() -> ExitCode {
     let pool = {
         let config = config.clone();
         let shutdown = shutdown.clone();
-        LocalExecutorPoolBuilder::new(placement)
+        let mut builder = LocalExecutorPoolBuilder::new(placement)
             .name("shard")
             .io_memory(config.io_memory)
-            .ring_depth(config.ring_depth)
-            .on_all_shards(move || {
-                run_shard(config.clone(), mesh.clone(), shutdown.clone(), nr_shards)
-            })
+            .ring_depth(config.ring_depth);
+        if config.spin_before_park_us > 0 {
+            builder = builder
+                .spin_before_park(std::time::Duration::from_micros(config.spin_before_park_us));
+        }
+        builder.on_all_shards(move || {
+            run_shard(config.clone(), mesh.clone(), shutdown.clone(), nr_shards)
+        })
     };
     let pool = match pool {
         Ok(p) => p,

@@ -14,12 +14,13 @@ use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 
 use super::{Ctx, Outcome, Versions};
 use crate::clock::now_ms;
+use crate::config::ProduceFanout;
 use crate::error::{KafkaResult, ResponseError};
 use crate::metadata::TopicMeta;
 use crate::protocol::batch::{verify_crc, BatchError, BatchIter};
 use crate::protocol::strings::{sb, topic_name};
-use crate::shard::messages::Appended;
-use crate::shard::DataRequest;
+use crate::shard::messages::{Appended, PartitionBatches};
+use crate::shard::{DataRequest, ShardId};
 use crate::topic_config::EffectiveTopicConfig;
 
 pub const VERSIONS: Versions = Versions { min: 3, max: 13 };
@@ -31,9 +32,65 @@ const TIMESTAMP_AFTER_MAX_MS: i64 = 3_600_000;
 /// One partition's outcome, known now (an error) or after its appends complete.
 enum Pending {
     Done(ResponseError, Option<String>),
-    /// Replies of the partition's appends, in batch order.
+    /// Replies of the partition's appends, in batch order (`--produce-fanout per-batch`).
     Appending(Vec<oneshot::Receiver<KafkaResult<Appended>>>),
+    /// Entry `index` of the reply of the `AppendMany` sent to `shard`
+    /// (`--produce-fanout per-shard`).
+    Grouped {
+        shard: ShardId,
+        index: usize,
+    },
 }
+
+/// The appends of one Produce request, gathered per owning shard
+/// (`--produce-fanout per-shard`). Lives on the connection's shard.
+struct Fanout {
+    /// Indexed by shard id: the partitions that shard owns, in request order.
+    groups: Vec<Vec<PartitionBatches>>,
+}
+
+impl Fanout {
+    fn new(nr_shards: usize) -> Fanout {
+        Fanout { groups: (0..nr_shards).map(|_| Vec::new()).collect() }
+    }
+
+    /// Adds a partition's batches to its owner's message; the pending reply entry.
+    fn add(&mut self, owner: ShardId, batches: PartitionBatches) -> Pending {
+        let group = &mut self.groups[owner];
+        group.push(batches);
+        Pending::Grouped { shard: owner, index: group.len() - 1 }
+    }
+
+    /// Sends one `AppendMany` per shard that owns any of the partitions, the other
+    /// shards' first so they work while this shard appends its own inline. The replies
+    /// are indexed by shard id (`None`: nothing was sent there).
+    async fn send(self, ctx: &Ctx, now: i64) -> Vec<Option<oneshot::Receiver<ShardResults>>> {
+        let me = ctx.shard.id;
+        let mut replies: Vec<_> = (0..self.groups.len()).map(|_| None).collect();
+        let mut own = None;
+        for (shard, partitions) in self.groups.into_iter().enumerate() {
+            if partitions.is_empty() {
+                continue;
+            }
+            if shard == me {
+                own = Some(partitions);
+                continue;
+            }
+            let (reply, rx) = oneshot::channel();
+            ctx.shard.send(shard, DataRequest::AppendMany { partitions, now_ms: now, reply }).await;
+            replies[shard] = Some(rx);
+        }
+        if let Some(partitions) = own {
+            let (reply, rx) = oneshot::channel();
+            ctx.shard.send(me, DataRequest::AppendMany { partitions, now_ms: now, reply }).await;
+            replies[me] = Some(rx);
+        }
+        replies
+    }
+}
+
+/// One shard's answer to an `AppendMany`: a result per partition, in its list order.
+type ShardResults = Vec<KafkaResult<Appended>>;
 
 /// Validates and starts the appends of a Produce request. Per partition:
 /// UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID, CORRUPT_MESSAGE (bad CRC or a
@@ -47,6 +104,10 @@ pub async fn handle(ctx: &Ctx, request: ProduceRequest) -> Outcome<ProduceRespon
     let acks = request.acks;
     let catalog = ctx.shard.catalog();
     let now = now_ms();
+    let mut fanout = match ctx.shard.config.produce_fanout {
+        ProduceFanout::PerShard => Some(Fanout::new(ctx.shard.nr_shards)),
+        ProduceFanout::PerBatch => None,
+    };
     let mut topics: Vec<(TopicProduceResponse, Vec<(i32, Pending)>)> =
         Vec::with_capacity(request.topic_data.len());
 
@@ -69,21 +130,36 @@ pub async fn handle(ctx: &Ctx, request: ProduceRequest) -> Outcome<ProduceRespon
                     Pending::Done(ResponseError::InvalidRequiredAcks, None)
                 }
                 None => Pending::Done(missing, None),
-                Some(meta) => start(ctx, meta, pd.index, pd.records.unwrap_or_default(), now).await,
+                Some(meta) => {
+                    let records = pd.records.unwrap_or_default();
+                    start(ctx, &mut fanout, meta, pd.index, records, now).await
+                }
             };
             partitions.push((pd.index, pending));
         }
         topics.push((header, partitions));
     }
 
+    let grouped = match fanout {
+        Some(fanout) => fanout.send(ctx, now).await,
+        None => Vec::new(),
+    };
     if acks == 0 {
         return Outcome::Silent;
     }
-    Outcome::later(respond(v, topics))
+    Outcome::later(respond(v, topics, grouped))
 }
 
-/// Validates one partition's records and sends its batches to the owning shard.
-async fn start(ctx: &Ctx, meta: &TopicMeta, partition: i32, records: Bytes, now: i64) -> Pending {
+/// Validates one partition's records, then adds its batches to the owner's
+/// `AppendMany` (`fanout` is `Some`) or sends each batch to the owning shard.
+async fn start(
+    ctx: &Ctx,
+    fanout: &mut Option<Fanout>,
+    meta: &TopicMeta,
+    partition: i32,
+    records: Bytes,
+    now: i64,
+) -> Pending {
     let Some(&owner) = meta.partition_shards.get(partition as usize).filter(|_| partition >= 0)
     else {
         return Pending::Done(ResponseError::UnknownTopicOrPartition, None);
@@ -95,6 +171,9 @@ async fn start(ctx: &Ctx, meta: &TopicMeta, partition: i32, records: Bytes, now:
         Err((error, message)) => return Pending::Done(error, Some(message)),
     };
     let topic = topic_name(&meta.name);
+    if let Some(fanout) = fanout {
+        return fanout.add(owner, PartitionBatches { topic, partition, batches });
+    }
     let mut replies = Vec::with_capacity(batches.len());
     for batch in batches {
         let (reply, rx) = oneshot::channel();
@@ -180,7 +259,18 @@ fn validate(
 async fn respond(
     v: i16,
     topics: Vec<(TopicProduceResponse, Vec<(i32, Pending)>)>,
+    grouped: Vec<Option<oneshot::Receiver<ShardResults>>>,
 ) -> ProduceResponse {
+    let mut shard_results: Vec<Option<ShardResults>> = Vec::with_capacity(grouped.len());
+    for rx in grouped {
+        shard_results.push(match rx {
+            Some(rx) => Some(rx.await.unwrap_or_else(|_| {
+                tracing::warn!("append reply dropped by the owning shard");
+                Vec::new()
+            })),
+            None => None,
+        });
+    }
     let mut responses = Vec::with_capacity(topics.len());
     for (mut header, partitions) in topics {
         let mut out = Vec::with_capacity(partitions.len());
@@ -189,6 +279,12 @@ async fn respond(
             let outcome = match pending {
                 Pending::Done(error, message) => Err((error, message)),
                 Pending::Appending(replies) => appended(replies).await.map_err(|e| (e, None)),
+                // A dropped reply (shutdown) left no entry: UNKNOWN_SERVER_ERROR.
+                Pending::Grouped { shard, index } => shard_results
+                    .get(shard)
+                    .and_then(|r| r.as_ref()?.get(index).copied())
+                    .unwrap_or(Err(ResponseError::UnknownServerError))
+                    .map_err(|e| (e, None)),
             };
             match outcome {
                 Ok(a) => {

@@ -39,6 +39,15 @@ pub struct Appended {
     pub log_start_offset: i64,
 }
 
+/// One partition's record batches in a [`DataRequest::AppendMany`], in request order.
+#[derive(Debug)]
+pub struct PartitionBatches {
+    pub topic: TopicName,
+    pub partition: i32,
+    /// Validated record batches (magic 2, CRC checked), in the order they arrived.
+    pub batches: Vec<Bytes>,
+}
+
 /// What one partition read returned on its owning shard.
 #[derive(Debug, Clone, Default)]
 pub struct PartitionRead {
@@ -103,6 +112,19 @@ pub enum DataRequest {
         /// Broker time of the Produce request (ms), for LogAppendTime.
         now_ms: i64,
         reply: Reply<KafkaResult<Appended>>,
+    },
+    /// Append every batch of every listed partition (the part of one Produce request
+    /// that the receiving shard owns). Each batch's base offset is assigned on arrival,
+    /// in list order. The reply holds one result per listed partition, in list order:
+    /// the first batch's [`Appended`], or the partition's first error
+    /// (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, OUT_OF_ORDER_SEQUENCE_NUMBER,
+    /// INVALID_PRODUCER_EPOCH, KAFKA_STORAGE_ERROR); it is sent once every append is
+    /// written.
+    AppendMany {
+        partitions: Vec<PartitionBatches>,
+        /// Broker time of the Produce request (ms), for LogAppendTime.
+        now_ms: i64,
+        reply: Reply<Vec<KafkaResult<Appended>>>,
     },
     /// Read whole batches from `offset` (inclusive), about `max_bytes` bytes.
     Read {

@@ -14,5 +14,8 @@ pub mod messages;
 pub mod serve;
 pub mod state;
 
+#[cfg(test)]
+mod tests;
+
 pub use messages::{ControlRequest, DataRequest, ShardId, ShardMessage, CONTROL_SHARD};
 pub use state::Shard;

@@ -2,7 +2,8 @@
 //!
 //! Appends are started in arrival order: the offset assignment of one append happens
 //! before the next message is taken from the channel, so a connection's pipelined
-//! produces to one partition keep their order across cores.
+//! produces to one partition keep their order across cores. An `AppendMany` assigns
+//! the offsets of all its batches, in its list order, before it returns.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -12,13 +13,15 @@ use std::time::Duration;
 use futures_lite::{future, StreamExt};
 use glommio::channels::channel_mesh::Receivers;
 
+use bytes::Bytes;
+
 use super::messages::{
-    Appended, CatalogChanged, ControlRequest, DataRequest, ListedOffset, PartitionRead,
-    ShardMessage,
+    Appended, CatalogChanged, ControlRequest, DataRequest, ListedOffset, PartitionBatches,
+    PartitionRead, ShardMessage,
 };
 use super::state::Shard;
-use crate::error::ResponseError;
-use crate::log::{AppendError, ReadError};
+use crate::error::{KafkaResult, ResponseError};
+use crate::log::{AppendError, AppendInfo, PartitionLog, ReadError};
 
 /// Receives messages from every other shard until the mesh closes: one task per
 /// peer takes that peer's messages in the order they were sent and starts each before
@@ -64,24 +67,41 @@ async fn execute_data(shard: &Rc<Shard>, request: DataRequest) {
                 let _ = reply.send(Err(not_here(shard, &topic)));
                 return;
             };
-            let log = owned.log.clone();
-            let mut append = Box::pin(async move { log.append(batch, now_ms).await });
-            // Poll once now: the log assigns offsets synchronously on first poll.
-            let finish = |r: Result<crate::log::AppendInfo, AppendError>| {
-                r.map(|i| Appended {
-                    base_offset: i.base_offset,
-                    log_append_time: i.log_append_time,
-                    log_start_offset: i.log_start_offset,
-                })
-                .map_err(|e| ResponseError::from(&e))
-            };
-            match future::poll_once(&mut append).await {
-                Some(r) => {
-                    let _ = reply.send(finish(r));
+            match start_append(&owned.log, batch, now_ms).await {
+                Started::Done(r) => {
+                    let _ = reply.send(r);
                 }
-                None => spawn_detached(async move {
+                Started::Writing(append) => spawn_detached(async move {
                     let _ = reply.send(finish(append.await));
                 }),
+            }
+        }
+        DataRequest::AppendMany { partitions, now_ms, reply } => {
+            let mut started: Vec<Vec<Started>> = Vec::with_capacity(partitions.len());
+            let mut writing = false;
+            for PartitionBatches { topic, partition, batches } in partitions {
+                let Some(owned) = shard.log(&topic, partition) else {
+                    started.push(vec![Started::Done(Err(not_here(shard, &topic)))]);
+                    continue;
+                };
+                let mut appends = Vec::with_capacity(batches.len());
+                for batch in batches {
+                    let s = start_append(&owned.log, batch, now_ms).await;
+                    writing |= matches!(s, Started::Writing(_));
+                    appends.push(s);
+                }
+                started.push(appends);
+            }
+            if writing {
+                spawn_detached(async move {
+                    let mut results = Vec::with_capacity(started.len());
+                    for appends in started {
+                        results.push(first_result(appends).await);
+                    }
+                    let _ = reply.send(results);
+                });
+            } else {
+                let _ = reply.send(started.into_iter().map(first_done).collect());
             }
         }
         DataRequest::Read { topic, partition, offset, max_bytes, reply } => {
@@ -152,6 +172,64 @@ fn execute_control(shard: &Rc<Shard>, request: ControlRequest) {
             }
         }
     });
+}
+
+/// An append after its first poll: offsets are assigned by then.
+enum Started {
+    /// It completed on the first poll (an error, or a duplicate batch).
+    Done(KafkaResult<Appended>),
+    /// It waits for its write; cancel-safe, the batch is written even if dropped.
+    Writing(Pin<Box<dyn Future<Output = Result<AppendInfo, AppendError>>>>),
+}
+
+/// Starts one append on `log`, polling it once so the log assigns its offsets now.
+async fn start_append(log: &Rc<PartitionLog>, batch: Bytes, now_ms: i64) -> Started {
+    let log = log.clone();
+    let mut append: Pin<Box<dyn Future<Output = _>>> =
+        Box::pin(async move { log.append(batch, now_ms).await });
+    match future::poll_once(&mut append).await {
+        Some(r) => Started::Done(finish(r)),
+        None => Started::Writing(append),
+    }
+}
+
+/// An append's outcome as a shard reply.
+fn finish(r: Result<AppendInfo, AppendError>) -> KafkaResult<Appended> {
+    r.map(|i| Appended {
+        base_offset: i.base_offset,
+        log_append_time: i.log_append_time,
+        log_start_offset: i.log_start_offset,
+    })
+    .map_err(|e| ResponseError::from(&e))
+}
+
+/// A partition's result from its appends, awaited in batch order: the first batch's
+/// [`Appended`], or the first error (the later appends are then not awaited; they are
+/// still written). UNKNOWN_SERVER_ERROR for an empty list.
+async fn first_result(appends: Vec<Started>) -> KafkaResult<Appended> {
+    let mut first = None;
+    for s in appends {
+        let r = match s {
+            Started::Done(r) => r,
+            Started::Writing(append) => finish(append.await),
+        }?;
+        first.get_or_insert(r);
+    }
+    first.ok_or(ResponseError::UnknownServerError)
+}
+
+/// [`first_result`] of appends that all completed on their first poll.
+fn first_done(appends: Vec<Started>) -> KafkaResult<Appended> {
+    let mut first = None;
+    for s in appends {
+        let r = match s {
+            Started::Done(r) => r,
+            // Not reached: the caller checked that nothing is still writing.
+            Started::Writing(_) => Err(ResponseError::UnknownServerError),
+        }?;
+        first.get_or_insert(r);
+    }
+    first.ok_or(ResponseError::UnknownServerError)
 }
 
 fn spawn_detached(f: impl Future<Output = ()> + 'static) {

@@ -1,0 +1,223 @@
+//! The append messages against a real one-shard broker state: an `AppendMany` gives
+//! the same per-partition results and offsets as one `Append` per batch, and keeps
+//! the order of batches within a message and across pipelined messages.
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use clap::Parser;
+use futures_channel::oneshot;
+use glommio::channels::channel_mesh::MeshBuilder;
+use glommio::LocalExecutorBuilder;
+use kafka_protocol::messages::TopicName;
+
+use super::messages::{Appended, NewTopic, PartitionBatches};
+use super::{ControlRequest, DataRequest, Shard, ShardMessage};
+use crate::config::Config;
+use crate::error::{KafkaResult, ResponseError};
+use crate::protocol::batch::testing::{build_batch, BatchSpec};
+use crate::protocol::batch::BatchIter;
+use crate::protocol::strings::topic_name;
+
+/// Runs `test` on a glommio executor with a fresh one-shard broker state that has
+/// topics "many" and "single" of 3 partitions each.
+fn with_shard<F, Fut>(test: F)
+where
+    F: FnOnce(Rc<Shard>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()>,
+{
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data_dir = dir.path().to_str().expect("utf-8 path").to_string();
+    LocalExecutorBuilder::default()
+        .spawn(move || async move {
+            let config = Arc::new(Config::parse_from(["shardlog", "--data-dir", &data_dir]));
+            let mesh = MeshBuilder::<ShardMessage, _>::full(1, 16);
+            let (senders, _receivers) = mesh.join().await.expect("mesh");
+            let shard = Shard::start(0, 1, config, senders).await.expect("shard starts");
+            let topics = ["many", "single"]
+                .map(|name| NewTopic {
+                    name: name.into(),
+                    partitions: 3,
+                    configs: Default::default(),
+                })
+                .to_vec();
+            let created = shard
+                .ask_control(|reply| ControlRequest::CreateTopics {
+                    topics,
+                    validate_only: false,
+                    reply,
+                })
+                .await
+                .await
+                .expect("control answers");
+            assert!(created.iter().all(|r| r.is_ok()), "topics created");
+            assert!(shard.log("many", 2).is_some() && shard.log("single", 2).is_some());
+            test(shard.clone()).await;
+            shard.close_logs().await;
+        })
+        .expect("executor")
+        .join()
+        .expect("test body");
+}
+
+/// A plain batch of `n` records.
+fn batch(n: usize) -> Bytes {
+    Bytes::from(build_batch(&BatchSpec { records: n, value_len: 10, ..Default::default() }))
+}
+
+/// An idempotent batch of `n` records from producer 7, epoch 0, at `seq`.
+fn idem(seq: i32, n: usize) -> Bytes {
+    Bytes::from(build_batch(&BatchSpec {
+        records: n,
+        producer_id: 7,
+        producer_epoch: 0,
+        base_sequence: seq,
+        ..Default::default()
+    }))
+}
+
+/// Sends one `AppendMany` for `partitions` of `topic`; the wait for its reply.
+async fn append_many(
+    shard: &Rc<Shard>,
+    topic: &str,
+    partitions: Vec<(i32, Vec<Bytes>)>,
+) -> oneshot::Receiver<Vec<KafkaResult<Appended>>> {
+    let partitions = partitions
+        .into_iter()
+        .map(|(partition, batches)| PartitionBatches { topic: name(topic), partition, batches })
+        .collect();
+    let (reply, rx) = oneshot::channel();
+    shard.send(shard.id, DataRequest::AppendMany { partitions, now_ms: 0, reply }).await;
+    rx
+}
+
+/// Sends one `Append` per batch of each partition and reduces each partition's
+/// replies the way Produce does: the first batch's result, or the first error.
+async fn append_each(
+    shard: &Rc<Shard>,
+    topic: &str,
+    partitions: Vec<(i32, Vec<Bytes>)>,
+) -> Vec<KafkaResult<Appended>> {
+    let mut waits = Vec::new();
+    for (partition, batches) in partitions {
+        let mut replies = Vec::new();
+        for batch in batches {
+            let (reply, rx) = oneshot::channel();
+            let request =
+                DataRequest::Append { topic: name(topic), partition, batch, now_ms: 0, reply };
+            shard.send(shard.id, request).await;
+            replies.push(rx);
+        }
+        waits.push(replies);
+    }
+    let mut results = Vec::new();
+    for replies in waits {
+        let mut first: Option<KafkaResult<Appended>> = None;
+        for rx in replies {
+            let r = rx.await.expect("reply");
+            match (&first, r) {
+                (None, r) => first = Some(r),
+                (Some(Ok(_)), Err(e)) => first = Some(Err(e)),
+                _ => {}
+            }
+            if matches!(first, Some(Err(_))) {
+                break;
+            }
+        }
+        results.push(first.expect("at least one batch"));
+    }
+    results
+}
+
+fn name(topic: &str) -> TopicName {
+    topic_name(topic)
+}
+
+/// Base offsets of the batches stored in `topic`/`partition`.
+async fn stored_bases(shard: &Rc<Shard>, topic: &str, partition: i32) -> Vec<i64> {
+    let log = shard.log(topic, partition).expect("owned").log.clone();
+    let bytes = log.read(0, 1 << 20).await.expect("read");
+    BatchIter::new(&bytes).map(|b| b.expect("valid batch").1.base_offset).collect()
+}
+
+fn base_offsets(results: &[KafkaResult<Appended>]) -> Vec<KafkaResult<i64>> {
+    results.iter().map(|r| r.map(|a| a.base_offset)).collect()
+}
+
+#[test]
+fn append_many_equals_one_append_per_batch() {
+    with_shard(|shard| async move {
+        let shape = || {
+            vec![(0, vec![batch(3), batch(2)]), (2, vec![batch(4)]), (1, vec![batch(1), batch(1)])]
+        };
+        let many = append_many(&shard, "many", shape()).await.await.expect("reply");
+        let single = append_each(&shard, "single", shape()).await;
+        assert_eq!(many, single);
+        assert_eq!(base_offsets(&many), vec![Ok(0), Ok(0), Ok(0)]);
+
+        // A second round continues where the first ended, in both paths.
+        let many = append_many(&shard, "many", shape()).await.await.expect("reply");
+        let single = append_each(&shard, "single", shape()).await;
+        assert_eq!(many, single);
+        assert_eq!(base_offsets(&many), vec![Ok(5), Ok(4), Ok(2)]);
+        for (topic, p) in [("many", 0), ("single", 0)] {
+            assert_eq!(stored_bases(&shard, topic, p).await, vec![0, 3, 5, 8], "{topic}-{p}");
+        }
+    });
+}
+
+#[test]
+fn append_many_reports_each_partitions_first_error() {
+    with_shard(|shard| async move {
+        let shape = || {
+            vec![
+                // The second batch skips sequence 2..4: OUT_OF_ORDER_SEQUENCE_NUMBER, the
+                // first is still appended.
+                (0, vec![idem(0, 2), idem(5, 1)]),
+                // Not a partition of the topic (Produce refuses it before sending; the
+                // owner answers as for a log it has not opened yet).
+                (9, vec![batch(1)]),
+                (1, vec![batch(2)]),
+            ]
+        };
+        let many = append_many(&shard, "many", shape()).await.await.expect("reply");
+        let single = append_each(&shard, "single", shape()).await;
+        assert_eq!(many, single);
+        assert_eq!(
+            base_offsets(&many),
+            vec![
+                Err(ResponseError::OutOfOrderSequenceNumber),
+                Err(ResponseError::NotLeaderOrFollower),
+                Ok(0)
+            ]
+        );
+        assert_eq!(stored_bases(&shard, "many", 0).await, vec![0]);
+
+        // A duplicate of the first batch answers with its original offset at once.
+        let dup = append_many(&shard, "many", vec![(0, vec![idem(0, 2)])]).await;
+        assert_eq!(base_offsets(&dup.await.expect("reply")), vec![Ok(0)]);
+    });
+}
+
+#[test]
+fn pipelined_append_many_keep_request_order() {
+    with_shard(|shard| async move {
+        // Start several messages before awaiting any reply, as a connection does with
+        // pipelined Produce requests.
+        let mut waits = Vec::new();
+        for round in 0..5 {
+            let n = round + 1;
+            waits.push(append_many(&shard, "many", vec![(1, vec![batch(n), batch(1)])]).await);
+        }
+        let mut expected = 0;
+        let mut stored = Vec::new();
+        for (round, rx) in waits.into_iter().enumerate() {
+            assert_eq!(base_offsets(&rx.await.expect("reply")), vec![Ok(expected)]);
+            stored.push(expected);
+            stored.push(expected + round as i64 + 1);
+            expected += round as i64 + 2;
+        }
+        assert_eq!(stored_bases(&shard, "many", 1).await, stored);
+    });
+}
