@@ -34,6 +34,7 @@ fn cfg() -> LogConfig {
         flush: FlushPolicy::Always,
         flush_interval_ms: 1000,
         cache_bytes: 1 << 20,
+        shard_cache: None,
         log_append_time: false,
     }
 }
