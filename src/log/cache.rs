@@ -496,4 +496,25 @@ mod tests {
         assert_eq!((r[0], r[100]), (0, 1));
         assert!(c.read(p, 3, 1 << 20, 100).is_none());
     }
+
+    #[test]
+    fn unjoinable_reads_are_cut_when_long_else_copied() {
+        let mut c = ShardCache::new(1 << 20, usize::MAX);
+        let p = c.register();
+        // Two adjacent arena batches, then one in its own allocation.
+        for i in 0..2 {
+            let (buf, tag) = c.copy_in(p, &[i as u8; 40_000]);
+            c.insert(
+                p,
+                CachedBatch { base_offset: i, last_offset: i, data: buf.freeze(), alloc: tag },
+            );
+        }
+        c.insert(p, cb(2, 1, 50_000));
+        let r = c.read(p, 0, 1 << 20, 100).unwrap();
+        assert_eq!(r.len(), 80_000); // cut at the break, zero-copy
+        c.insert(p, cb(3, 1, 200_000));
+        let r = c.read(p, 2, 1 << 20, 100).unwrap();
+        assert_eq!(r.len(), 250_000); // first part too short: copied
+        assert_eq!((r[0], r[50_000]), (2, 3));
+    }
 }

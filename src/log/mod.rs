@@ -6,7 +6,7 @@
 //!
 //! ## Write path (group commit)
 //! [`PartitionLog::append`] is synchronous in memory: sequence check, offset assignment
-//! (rewrites the base offset, optionally LogAppendTime), push to the tail cache and to a
+//! (rewrites the base offset, optionally LogAppendTime), push to the batch cache and to a
 //! pending queue; then it awaits the high watermark. A per-partition writer task drains
 //! the queue into one aligned DMA buffer per write (re-writing the partial last block
 //! from its aligned start), writes it, `fdatasync`s under [`FlushPolicy::Always`], then
