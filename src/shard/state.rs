@@ -65,10 +65,10 @@ impl Shard {
             None
         };
         let groups = Rc::new(GroupHost::open(&config, id, nr_shards).await?);
-        let cache = ShardCache::shared(
-            config.cache_bytes_per_shard(nr_shards),
-            config.partition_cache_bytes.unwrap_or(usize::MAX),
-        );
+        let cache_bytes = config.cache_bytes_per_shard(nr_shards);
+        tracing::debug!(shard = id, cache_bytes, "batch cache budget");
+        let cache =
+            ShardCache::shared(cache_bytes, config.partition_cache_bytes.unwrap_or(usize::MAX));
         let shard = Rc::new(Shard {
             id,
             nr_shards,
