@@ -180,6 +180,7 @@ impl ShardCache {
         };
         if p.arena.capacity() - p.arena.len() < src.len() {
             p.arena = BytesMut::with_capacity(arena_bytes);
+            advise_huge_pages(&mut p.arena);
             p.arena_tag = fresh;
         }
         // Capacity was checked: this never reallocates, so the tag stays true.
@@ -295,6 +296,25 @@ impl ShardCache {
         self.touch(id);
         Some(result)
     }
+}
+
+/// Asks the kernel to back the 2 MiB-aligned part of a fresh arena's capacity with
+/// transparent huge pages: an arena is written once, front to back, so this turns 512
+/// page faults per 2 MiB into one. Only a hint (`MADV_HUGEPAGE`); errors are ignored.
+fn advise_huge_pages(arena: &mut BytesMut) {
+    const HUGE: usize = 2 << 20;
+    let start = arena.as_mut_ptr() as usize;
+    let end = start + arena.capacity();
+    let (a, b) = (start.next_multiple_of(HUGE), end / HUGE * HUGE);
+    if b <= a {
+        return;
+    }
+    let Some(addr) = std::ptr::NonNull::new(a as *mut std::ffi::c_void) else { return };
+    // SAFETY: [a, b) lies inside the arena's own allocation (its capacity, which nothing
+    // else uses); MADV_HUGEPAGE changes no contents and no mapping, only how future
+    // faults are served.
+    let _ =
+        unsafe { nix::sys::mman::madvise(addr, b - a, nix::sys::mman::MmapAdvise::MADV_HUGEPAGE) };
 }
 
 /// Several adjacent `Bytes` of one allocation seen as one slice; keeps them alive.
