@@ -30,6 +30,7 @@ fn config() -> LogConfig {
         flush: FlushPolicy::Never,
         flush_interval_ms: 1000,
         cache_bytes: 1 << 20,
+        shard_cache: None,
         log_append_time: false,
     }
 }

@@ -100,9 +100,20 @@ pub struct Config {
     #[arg(long, env = "SHARDLOG_FLUSH_INTERVAL_MS", default_value_t = 1000)]
     pub flush_interval_ms: u64,
 
-    /// Bytes of recent batches each partition keeps in memory for tail fetches.
-    #[arg(long, env = "SHARDLOG_PARTITION_CACHE_BYTES", default_value_t = 1 << 20)]
-    pub partition_cache_bytes: usize,
+    /// Memory for the batch cache, in bytes, for the whole broker; each shard gets an
+    /// equal share (`cache-bytes / shards`) for the batches of the partitions it owns:
+    /// recently produced batches and batches read from disk, evicted least recently used
+    /// partition first, oldest batch first. Fetches of cached data never touch the disk.
+    /// 0 disables the cache (every fetch reads its segment). Default: a quarter of the
+    /// physical memory (`MemTotal` in /proc/meminfo); see [`Config::cache_bytes_per_shard`].
+    #[arg(long, env = "SHARDLOG_CACHE_BYTES")]
+    pub cache_bytes: Option<usize>,
+
+    /// Most bytes of one partition's batches its shard's batch cache may hold, in bytes.
+    /// Default: no limit beyond the shard's share of `--cache-bytes`. 0 keeps every
+    /// data partition out of the cache.
+    #[arg(long, env = "SHARDLOG_PARTITION_CACHE_BYTES")]
+    pub partition_cache_bytes: Option<usize>,
 
     /// Smallest session timeout a group member may ask for, ms
     /// (Kafka `group.min.session.timeout.ms`; smaller gets INVALID_SESSION_TIMEOUT).
@@ -182,6 +193,13 @@ impl Config {
         Ok(())
     }
 
+    /// The batch cache budget of one shard, in bytes: `--cache-bytes` (default a quarter
+    /// of physical memory, 1 GiB if /proc/meminfo cannot be read) divided by `shards`.
+    pub fn cache_bytes_per_shard(&self, shards: usize) -> usize {
+        let total = self.cache_bytes.unwrap_or_else(|| physical_memory().unwrap_or(4 << 30) / 4);
+        total / shards.max(1)
+    }
+
     /// The `host:port` clients are told to connect to.
     pub fn advertised(&self) -> (String, i32) {
         if let Some(a) = &self.advertised_listener {
@@ -194,4 +212,12 @@ impl Config {
         }
         (self.listen.ip().to_string(), self.listen.port() as i32)
     }
+}
+
+/// Physical memory in bytes (`MemTotal` of /proc/meminfo).
+pub fn physical_memory() -> Option<usize> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }

@@ -1,10 +1,54 @@
-//! In-memory tail cache of one partition: the most recent batches as `Bytes`, within a
-//! byte budget, so tail fetches never touch the disk. Lives inside a
-//! [`super::PartitionLog`] on the partition's owning shard only.
+//! The shard's batch cache: recent (and recently read) record batches of every partition
+//! the shard owns, as `Bytes`, within one byte budget per shard (`--cache-bytes` split
+//! over the shards), so fetches of anything it holds never touch the disk and reference
+//! the cached memory instead of copying it.
+//!
+//! Lives on one shard (one glommio executor) only: a [`ShardCache`] is shared by that
+//! shard's partition logs as a [`SharedCache`] (`Rc<RefCell<_>>`); every method is
+//! synchronous, so no borrow is ever held across an `.await`.
+//!
+//! ## Eviction
+//! LRU between partitions, oldest first within one: every insert or read "touches" its
+//! partition; while the shard holds more than its budget, the least recently touched
+//! partition that holds anything loses its lowest-offset batch. A partition that is
+//! written or read keeps its data while idle partitions give theirs up, and partitions
+//! written at the same pace share the budget evenly (each eviction goes to whichever of
+//! them was touched longest ago). A per-partition cap (`--partition-cache-bytes`) can
+//! bound one partition's share further.
+//!
+//! ## Accounting
+//! The cache counts the stored length of every batch it holds; the invariant is
+//! `used() <= budget()` after every call (a batch larger than the budget, or than the
+//! partition cap, is not cached). Memory not counted (the overhead): the unused tail of
+//! each partition's current append arena (see [`ShardCache::copy_in`], at most
+//! [`ShardCache::arena_bytes`] per partition) and parts of arenas or disk-read buffers
+//! kept alive by a batch still cached while their other batches were evicted.
 
-use std::collections::VecDeque;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::rc::Rc;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
+
+use crate::protocol::batch::BatchIter;
+
+/// Largest append arena: appended batches are copied into arenas of up to this many
+/// bytes so that consecutive batches are adjacent in memory and a fetch of several of
+/// them is one zero-copy `Bytes`.
+pub const MAX_ARENA_BYTES: usize = 4 << 20;
+/// Smallest append arena, bytes.
+pub const MIN_ARENA_BYTES: usize = 64 << 10;
+
+/// A read whose batches are not all adjacent in memory is cut at the first break (and
+/// stays zero-copy) only if the part before it is at least this long and at least half;
+/// otherwise it is copied into one buffer.
+pub const MIN_CUT_BYTES: usize = 64 << 10;
+
+/// A shard's cache as its partition logs share it (same core only).
+pub type SharedCache = Rc<RefCell<ShardCache>>;
+
+/// Handle of one partition's part of a [`ShardCache`] (from [`ShardCache::register`]).
+pub type PartitionId = u64;
 
 /// One cached batch: its assigned offsets and its stored bytes.
 #[derive(Debug, Clone)]
@@ -15,74 +59,316 @@ pub struct CachedBatch {
     pub last_offset: i64,
     /// The whole stored batch.
     pub data: Bytes,
+    /// Tag of the allocation `data` points into (batches with the same tag that are
+    /// adjacent in memory can be joined without copying); 0 = not joinable.
+    pub alloc: u64,
 }
 
-/// Recent batches in offset order, evicted oldest first beyond `budget` bytes (the newest
-/// batch is always kept, even if larger than the budget, unless the budget is 0).
+/// One partition's cached batches, by base offset.
 #[derive(Debug, Default)]
-pub struct BatchCache {
-    batches: VecDeque<CachedBatch>,
+struct PartCache {
+    batches: BTreeMap<i64, CachedBatch>,
     bytes: usize,
-    budget: usize,
+    /// Tick of the last insert or read (key in the LRU set while `bytes > 0`).
+    last_used: u64,
+    /// The unused rest of the current append arena and its allocation tag.
+    arena: BytesMut,
+    arena_tag: u64,
 }
 
-impl BatchCache {
-    /// An empty cache holding at most `budget` bytes.
-    pub fn new(budget: usize) -> Self {
-        BatchCache { batches: VecDeque::new(), bytes: 0, budget }
+/// Byte-budgeted batch cache of one shard; see the module doc. Lives on one shard.
+#[derive(Debug)]
+pub struct ShardCache {
+    budget: usize,
+    partition_cap: usize,
+    used: usize,
+    tick: u64,
+    next_id: PartitionId,
+    next_tag: u64,
+    parts: HashMap<PartitionId, PartCache>,
+    /// (last used tick, partition) of every partition holding bytes, oldest first.
+    lru: BTreeSet<(u64, PartitionId)>,
+}
+
+impl ShardCache {
+    /// An empty cache of at most `budget` bytes, at most `partition_cap` of them for one
+    /// partition (`usize::MAX`: no cap). A budget of 0 disables caching.
+    pub fn new(budget: usize, partition_cap: usize) -> Self {
+        ShardCache {
+            budget,
+            partition_cap,
+            used: 0,
+            tick: 0,
+            next_id: 1,
+            next_tag: 1,
+            parts: HashMap::new(),
+            lru: BTreeSet::new(),
+        }
     }
 
-    /// Bytes currently cached.
-    pub fn bytes(&self) -> usize {
-        self.bytes
+    /// [`ShardCache::new`] wrapped for sharing between the shard's logs.
+    pub fn shared(budget: usize, partition_cap: usize) -> SharedCache {
+        Rc::new(RefCell::new(ShardCache::new(budget, partition_cap)))
     }
 
-    /// Appends the next batch (offsets must follow the previous one) and evicts.
-    pub fn push(&mut self, b: CachedBatch) {
-        if self.budget == 0 {
+    /// The budget in bytes.
+    pub fn budget(&self) -> usize {
+        self.budget
+    }
+
+    /// Bytes of batches cached over all partitions (always `<= budget()`).
+    pub fn used(&self) -> usize {
+        self.used
+    }
+
+    /// Bytes cached for one partition.
+    pub fn partition_bytes(&self, id: PartitionId) -> usize {
+        self.parts.get(&id).map_or(0, |p| p.bytes)
+    }
+
+    /// Size of the append arenas: an eighth of the budget spread over the registered
+    /// partitions, within [`MIN_ARENA_BYTES`]..=[`MAX_ARENA_BYTES`] (bounds the uncounted
+    /// overhead to about `budget / 8`).
+    pub fn arena_bytes(&self) -> usize {
+        (self.budget / 8 / self.parts.len().max(1)).clamp(MIN_ARENA_BYTES, MAX_ARENA_BYTES)
+    }
+
+    /// Adds an (empty) partition and returns its handle.
+    pub fn register(&mut self) -> PartitionId {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.parts.insert(id, PartCache::default());
+        id
+    }
+
+    /// Drops a partition and everything it caches (its log closed or deleted).
+    pub fn unregister(&mut self, id: PartitionId) {
+        if let Some(p) = self.parts.remove(&id) {
+            self.used -= p.bytes;
+            self.lru.remove(&(p.last_used, id));
+        }
+    }
+
+    /// Drops everything one partition caches (it stays registered).
+    pub fn clear(&mut self, id: PartitionId) {
+        if let Some(p) = self.parts.get_mut(&id) {
+            self.used -= p.bytes;
+            self.lru.remove(&(p.last_used, id));
+            p.bytes = 0;
+            p.batches.clear();
+        }
+    }
+
+    fn tag(&mut self) -> u64 {
+        let t = self.next_tag;
+        self.next_tag += 1;
+        t
+    }
+
+    /// Copies a batch being appended to partition `id` into the partition's append
+    /// arena, so consecutive batches are adjacent in memory, and returns the copy (to be
+    /// modified, frozen and passed to [`ShardCache::insert`]) with its allocation tag.
+    /// With caching disabled this is a plain copy (tag 0).
+    pub fn copy_in(&mut self, id: PartitionId, src: &[u8]) -> (BytesMut, u64) {
+        let arena_bytes = self.arena_bytes();
+        if self.budget == 0 || src.len() > arena_bytes / 2 || src.len() > self.partition_cap {
+            return (BytesMut::from(src), 0);
+        }
+        let fresh = self.tag();
+        let Some(p) = self.parts.get_mut(&id) else {
+            return (BytesMut::from(src), 0);
+        };
+        if p.arena.capacity() - p.arena.len() < src.len() {
+            p.arena = BytesMut::with_capacity(arena_bytes);
+            advise_huge_pages(&mut p.arena);
+            p.arena_tag = fresh;
+        }
+        // Capacity was checked: this never reallocates, so the tag stays true.
+        p.arena.extend_from_slice(src);
+        (p.arena.split(), p.arena_tag)
+    }
+
+    fn touch(&mut self, id: PartitionId) {
+        self.tick += 1;
+        let tick = self.tick;
+        if let Some(p) = self.parts.get_mut(&id) {
+            if p.bytes > 0 {
+                self.lru.remove(&(p.last_used, id));
+                self.lru.insert((tick, id));
+            }
+            p.last_used = tick;
+        }
+    }
+
+    /// Caches one batch of partition `id` (unless caching is off, the batch is larger
+    /// than the budget or the partition cap, or a batch with the same base offset is
+    /// cached), touches the partition and evicts down to the budget.
+    pub fn insert(&mut self, id: PartitionId, b: CachedBatch) {
+        let len = b.data.len();
+        if len > self.budget || len > self.partition_cap {
             return;
         }
-        self.bytes += b.data.len();
-        self.batches.push_back(b);
-        while self.bytes > self.budget && self.batches.len() > 1 {
-            let Some(old) = self.batches.pop_front() else { break };
-            self.bytes -= old.data.len();
+        self.touch(id);
+        let Some(p) = self.parts.get_mut(&id) else { return };
+        if p.batches.contains_key(&b.base_offset) {
+            return;
+        }
+        if p.bytes == 0 {
+            self.lru.insert((p.last_used, id));
+        }
+        p.bytes += len;
+        self.used += len;
+        p.batches.insert(b.base_offset, b);
+        while self.parts[&id].bytes > self.partition_cap {
+            self.evict_one(id);
+        }
+        while self.used > self.budget {
+            let Some(&(_, victim)) = self.lru.first() else { break };
+            self.evict_one(victim);
         }
     }
 
-    /// Drops everything.
-    pub fn clear(&mut self) {
-        self.batches.clear();
-        self.bytes = 0;
-    }
-
-    /// Batches starting with the one containing `offset`, all with `last_offset < limit`
-    /// (the high watermark), totalling at most `max_bytes` but at least one. `None` when
-    /// the cache does not cover `offset` (it is older than the cache, or not yet cached).
-    pub fn read(&self, offset: i64, max_bytes: usize, limit: i64) -> Option<Vec<Bytes>> {
-        let first = self.batches.front()?;
-        if offset < first.base_offset {
-            return None;
+    /// Caches the whole batches of `data` (bytes read from partition `id`'s log), as
+    /// [`ShardCache::insert`] does; a trailing partial batch is ignored.
+    pub fn insert_read(&mut self, id: PartitionId, data: &Bytes) {
+        if self.budget == 0 || data.is_empty() {
+            return;
         }
-        let idx = self.batches.partition_point(|b| b.last_offset < offset);
-        let mut out = Vec::new();
-        let mut total = 0usize;
-        for b in self.batches.range(idx..) {
-            if b.last_offset >= limit {
+        let tag = self.tag();
+        for item in BatchIter::new(data) {
+            let Ok((at, h)) = item else { break };
+            let end = at + h.total_size();
+            if end > data.len() {
                 break;
             }
-            if !out.is_empty() && total + b.data.len() > max_bytes {
+            let b = CachedBatch {
+                base_offset: h.base_offset,
+                last_offset: h.last_offset(),
+                data: data.slice(at..end),
+                alloc: tag,
+            };
+            self.insert(id, b);
+        }
+    }
+
+    /// Evicts partition `id`'s lowest-offset batch.
+    fn evict_one(&mut self, id: PartitionId) {
+        let Some(p) = self.parts.get_mut(&id) else { return };
+        let Some((_, old)) = p.batches.pop_first() else { return };
+        p.bytes -= old.data.len();
+        self.used -= old.data.len();
+        if p.bytes == 0 {
+            self.lru.remove(&(p.last_used, id));
+        }
+    }
+
+    /// Batches of partition `id` starting with the cached one containing `offset`,
+    /// consecutive in offset, all with `last_offset < limit` (the high watermark),
+    /// totalling at most `max_bytes` but at least one batch; touches the partition.
+    /// `None` when no cached batch contains `offset` (or it is not below `limit`).
+    /// The result is one zero-copy `Bytes` when the batches are adjacent in memory; when
+    /// they are not, it is cut at the first break if at least half (and at least
+    /// [`MIN_CUT_BYTES`]) stays, else copied.
+    pub fn read(
+        &mut self,
+        id: PartitionId,
+        offset: i64,
+        max_bytes: usize,
+        limit: i64,
+    ) -> Option<Bytes> {
+        let p = self.parts.get(&id)?;
+        let (_, first) = p.batches.range(..=offset).next_back()?;
+        if first.last_offset < offset || first.last_offset >= limit {
+            return None;
+        }
+        let mut out: Vec<&CachedBatch> = vec![first];
+        let mut total = first.data.len();
+        let mut next = first.last_offset + 1;
+        for (_, b) in p.batches.range(first.base_offset + 1..) {
+            if b.base_offset != next || b.last_offset >= limit || total + b.data.len() > max_bytes {
                 break;
             }
             total += b.data.len();
-            out.push(b.data.clone());
+            next = b.last_offset + 1;
+            out.push(b);
         }
-        if out.is_empty() {
-            None
-        } else {
-            Some(out)
-        }
+        let result = join(&out, total);
+        self.touch(id);
+        Some(result)
     }
+}
+
+/// Asks the kernel to back the 2 MiB-aligned part of a fresh arena's capacity with
+/// transparent huge pages: an arena is written once, front to back, so this turns 512
+/// page faults per 2 MiB into one. Only a hint (`MADV_HUGEPAGE`); errors are ignored.
+fn advise_huge_pages(arena: &mut BytesMut) {
+    const HUGE: usize = 2 << 20;
+    let start = arena.as_mut_ptr() as usize;
+    let end = start + arena.capacity();
+    let (a, b) = (start.next_multiple_of(HUGE), end / HUGE * HUGE);
+    if b <= a {
+        return;
+    }
+    let Some(addr) = std::ptr::NonNull::new(a as *mut std::ffi::c_void) else { return };
+    // SAFETY: [a, b) lies inside the arena's own allocation (its capacity, which nothing
+    // else uses); MADV_HUGEPAGE changes no contents and no mapping, only how future
+    // faults are served.
+    let _ =
+        unsafe { nix::sys::mman::madvise(addr, b - a, nix::sys::mman::MmapAdvise::MADV_HUGEPAGE) };
+}
+
+/// Several adjacent `Bytes` of one allocation seen as one slice; keeps them alive.
+struct Joined {
+    _parts: Vec<Bytes>,
+    ptr: *const u8,
+    len: usize,
+}
+
+// SAFETY: the pointer refers into memory owned by `_parts` (immutable `Bytes`, which
+// are Send and Sync); the struct only reads it.
+unsafe impl Send for Joined {}
+
+impl AsRef<[u8]> for Joined {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: `join` checked that the parts are consecutive ranges of one
+        // allocation (same tag, each starting where the previous ends), all
+        // initialized and kept alive by `_parts`.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+/// The batches as one `Bytes` (see [`ShardCache::read`]).
+fn join(batches: &[&CachedBatch], total: usize) -> Bytes {
+    if batches.len() == 1 {
+        return batches[0].data.clone();
+    }
+    // Longest prefix of batches adjacent in one allocation.
+    let mut n = 1;
+    let mut len = batches[0].data.len();
+    while n < batches.len() {
+        let (a, b) = (batches[n - 1], batches[n]);
+        let adjacent = a.alloc != 0
+            && a.alloc == b.alloc
+            && a.data.as_ptr().wrapping_add(a.data.len()) == b.data.as_ptr();
+        if !adjacent {
+            break;
+        }
+        len += b.data.len();
+        n += 1;
+    }
+    if n < batches.len() && (len * 2 < total || len < MIN_CUT_BYTES) {
+        let mut out = BytesMut::with_capacity(total);
+        for b in batches {
+            out.extend_from_slice(&b.data);
+        }
+        return out.freeze();
+    }
+    if n == 1 {
+        return batches[0].data.clone();
+    }
+    let parts: Vec<Bytes> = batches[..n].iter().map(|b| b.data.clone()).collect();
+    let ptr = parts[0].as_ptr();
+    Bytes::from_owner(Joined { _parts: parts, ptr, len })
 }
 
 #[cfg(test)]
@@ -94,24 +380,161 @@ mod tests {
             base_offset: base,
             last_offset: base + n - 1,
             data: Bytes::from(vec![base as u8; len]),
+            alloc: 0,
         }
     }
 
     #[test]
-    fn read_and_evict() {
-        let mut c = BatchCache::new(250);
-        c.push(cb(0, 2, 100));
-        c.push(cb(2, 3, 100));
-        assert_eq!(c.read(3, 1, 100).unwrap().len(), 1);
-        assert_eq!(c.read(3, 1, 100).unwrap()[0][0], 2);
-        assert_eq!(c.read(0, 200, 100).unwrap().len(), 2);
-        assert_eq!(c.read(0, 199, 100).unwrap().len(), 1);
-        assert_eq!(c.read(0, 1000, 2).unwrap().len(), 1); // hw limit
-        assert!(c.read(0, 1000, 0).is_none());
-        assert!(c.read(5, 1000, 100).is_none());
-        c.push(cb(5, 1, 100));
-        assert_eq!(c.bytes(), 200);
-        assert!(c.read(1, 1000, 100).is_none()); // evicted
-        assert_eq!(c.read(2, 1000, 100).unwrap().len(), 2);
+    fn read_and_evict_one_partition() {
+        let mut c = ShardCache::new(250, usize::MAX);
+        let p = c.register();
+        c.insert(p, cb(0, 2, 100));
+        c.insert(p, cb(2, 3, 100));
+        assert_eq!(c.read(p, 3, 1, 100).unwrap().len(), 100);
+        assert_eq!(c.read(p, 3, 1, 100).unwrap()[0], 2);
+        assert_eq!(c.read(p, 0, 200, 100).unwrap().len(), 200);
+        assert_eq!(c.read(p, 0, 199, 100).unwrap().len(), 100);
+        assert_eq!(c.read(p, 0, 1000, 2).unwrap().len(), 100); // hw limit
+        assert!(c.read(p, 0, 1000, 0).is_none());
+        assert!(c.read(p, 5, 1000, 100).is_none());
+        c.insert(p, cb(5, 1, 100));
+        assert_eq!(c.used(), 200);
+        assert!(c.read(p, 1, 1000, 100).is_none()); // evicted
+        assert_eq!(c.read(p, 2, 1000, 100).unwrap().len(), 200);
+    }
+
+    #[test]
+    fn budget_never_exceeded_and_exact_accounting() {
+        let mut c = ShardCache::new(10_000, usize::MAX);
+        let ps: Vec<_> = (0..3).map(|_| c.register()).collect();
+        let mut next = [0i64; 3];
+        for i in 0..500usize {
+            let k = i % 3;
+            let len = 100 + (i * 37) % 900;
+            c.insert(ps[k], cb(next[k], 2, len));
+            next[k] += 2;
+            assert!(c.used() <= c.budget());
+            let sum: usize = ps.iter().map(|&p| c.partition_bytes(p)).sum();
+            assert_eq!(sum, c.used());
+            let sum2: usize =
+                c.parts.values().flat_map(|p| p.batches.values()).map(|b| b.data.len()).sum();
+            assert_eq!(sum2, c.used());
+        }
+        c.unregister(ps[0]);
+        let sum: usize = ps[1..].iter().map(|&p| c.partition_bytes(p)).sum();
+        assert_eq!(sum, c.used());
+        c.clear(ps[1]);
+        assert_eq!(c.used(), c.partition_bytes(ps[2]));
+        // Too large for the budget: not cached at all.
+        c.insert(ps[2], cb(1_000_000, 1, 20_000));
+        assert!(c.read(ps[2], 1_000_000, 1 << 30, i64::MAX).is_none());
+    }
+
+    #[test]
+    fn lru_partition_loses_its_oldest_first() {
+        let mut c = ShardCache::new(600, usize::MAX);
+        let a = c.register();
+        let b = c.register();
+        for i in 0..3 {
+            c.insert(a, cb(i, 1, 100));
+        }
+        for i in 0..3 {
+            c.insert(b, cb(i, 1, 100));
+        }
+        // a was touched longest ago: it pays, oldest offset first.
+        c.insert(b, cb(3, 1, 100));
+        assert!(c.read(a, 0, 1000, 100).is_none());
+        assert_eq!(c.partition_bytes(a), 200);
+        // Reading a makes b the least recently used.
+        assert!(c.read(a, 1, 1000, 100).is_some());
+        c.insert(a, cb(3, 1, 100));
+        assert_eq!(c.partition_bytes(b), 300);
+        assert!(c.read(b, 0, 1000, 100).is_none());
+        assert!(c.read(b, 1, 1000, 100).is_some());
+    }
+
+    #[test]
+    fn fair_share_between_partitions_written_alike() {
+        let mut c = ShardCache::new(40_000, usize::MAX);
+        let ps: Vec<_> = (0..4).map(|_| c.register()).collect();
+        for i in 0..1000 {
+            for &p in &ps {
+                c.insert(p, cb(i, 1, 1000));
+            }
+        }
+        for &p in &ps {
+            let share = c.partition_bytes(p);
+            assert!((9_000..=11_000).contains(&share), "share {share}");
+            // The newest batches are the ones kept.
+            assert!(c.read(p, 999, 1 << 20, 1000).is_some());
+        }
+    }
+
+    #[test]
+    fn partition_cap() {
+        let mut c = ShardCache::new(10_000, 250);
+        let p = c.register();
+        for i in 0..10 {
+            c.insert(p, cb(i, 1, 100));
+        }
+        assert_eq!(c.partition_bytes(p), 200);
+        assert!(c.read(p, 8, 1000, 100).is_some());
+        let mut off = ShardCache::new(0, usize::MAX);
+        let q = off.register();
+        off.insert(q, cb(0, 1, 10));
+        assert_eq!(off.used(), 0);
+        assert!(off.read(q, 0, 100, 10).is_none());
+    }
+
+    #[test]
+    fn arena_batches_join_without_copy() {
+        let mut c = ShardCache::new(1 << 20, usize::MAX);
+        let p = c.register();
+        let mut ptrs = Vec::new();
+        for i in 0..4 {
+            let (buf, tag) = c.copy_in(p, &[i as u8; 1000]);
+            let data = buf.freeze();
+            ptrs.push(data.as_ptr());
+            c.insert(p, CachedBatch { base_offset: i, last_offset: i, data, alloc: tag });
+        }
+        let r = c.read(p, 0, 1 << 20, 100).unwrap();
+        assert_eq!(r.len(), 4000);
+        assert_eq!(r.as_ptr(), ptrs[0]);
+        assert_eq!(&r[1000..1003], &[1, 1, 1]);
+        assert_eq!(r[3999], 3);
+    }
+
+    #[test]
+    fn gaps_stop_a_read_and_unjoinable_batches_are_copied() {
+        let mut c = ShardCache::new(1 << 20, usize::MAX);
+        let p = c.register();
+        c.insert(p, cb(0, 1, 100));
+        c.insert(p, cb(1, 1, 100));
+        c.insert(p, cb(5, 1, 100));
+        let r = c.read(p, 0, 1 << 20, 100).unwrap();
+        assert_eq!(r.len(), 200);
+        assert_eq!((r[0], r[100]), (0, 1));
+        assert!(c.read(p, 3, 1 << 20, 100).is_none());
+    }
+
+    #[test]
+    fn unjoinable_reads_are_cut_when_long_else_copied() {
+        let mut c = ShardCache::new(1 << 20, usize::MAX);
+        let p = c.register();
+        // Two adjacent arena batches, then one in its own allocation.
+        for i in 0..2 {
+            let (buf, tag) = c.copy_in(p, &[i as u8; 40_000]);
+            c.insert(
+                p,
+                CachedBatch { base_offset: i, last_offset: i, data: buf.freeze(), alloc: tag },
+            );
+        }
+        c.insert(p, cb(2, 1, 50_000));
+        let r = c.read(p, 0, 1 << 20, 100).unwrap();
+        assert_eq!(r.len(), 80_000); // cut at the break, zero-copy
+        c.insert(p, cb(3, 1, 200_000));
+        let r = c.read(p, 2, 1 << 20, 100).unwrap();
+        assert_eq!(r.len(), 250_000); // first part too short: copied
+        assert_eq!((r[0], r[50_000]), (2, 3));
     }
 }

@@ -6,7 +6,7 @@
 //!
 //! ## Write path (group commit)
 //! [`PartitionLog::append`] is synchronous in memory: sequence check, offset assignment
-//! (rewrites the base offset, optionally LogAppendTime), push to the tail cache and to a
+//! (rewrites the base offset, optionally LogAppendTime), push to the batch cache and to a
 //! pending queue; then it awaits the high watermark. A per-partition writer task drains
 //! the queue into one aligned DMA buffer per write (re-writing the partial last block
 //! from its aligned start), writes it, `fdatasync`s under [`FlushPolicy::Always`], then
@@ -36,11 +36,11 @@ use std::path::PathBuf;
 use std::rc::{Rc, Weak};
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 use crate::config::FlushPolicy;
 use crate::protocol::batch::{self, RecordBatchHeader};
-use cache::{BatchCache, CachedBatch};
+use cache::{CachedBatch, PartitionId, ShardCache, SharedCache};
 use producer_state::{ProducerState, SeqCheck};
 use segment::{write_atomic, Segment};
 use watch::{HwWatch, Notify};
@@ -60,8 +60,12 @@ pub struct LogConfig {
     pub flush: FlushPolicy,
     /// Period of the background fdatasync under [`FlushPolicy::Interval`], ms.
     pub flush_interval_ms: u64,
-    /// Byte budget of the in-memory tail cache.
+    /// Most bytes of this partition's batches the batch cache may hold (`usize::MAX`:
+    /// no cap beyond the cache's budget; 0: never cache this partition).
     pub cache_bytes: usize,
+    /// The shard's batch cache, shared by the shard's partitions. `None`: the log gets a
+    /// private cache with a budget of `cache_bytes`.
+    pub shard_cache: Option<SharedCache>,
     /// `message.timestamp.type=LogAppendTime`: the broker stamps each batch's max
     /// timestamp with the append time.
     pub log_append_time: bool,
@@ -142,7 +146,6 @@ struct State {
     planned_base: i64,
     pending: VecDeque<Pending>,
     producers: ProducerState,
-    cache: BatchCache,
 }
 
 /// The storage engine of one partition. Lives on the partition's owning shard only
@@ -163,6 +166,17 @@ pub struct PartitionLog {
     failed: RefCell<Option<(io::ErrorKind, String)>>,
     /// Data written since the last fdatasync (Interval policy).
     dirty: Cell<bool>,
+    /// The batch cache (the shard's, or a private one) and this partition's handle in it.
+    cache: SharedCache,
+    cache_id: PartitionId,
+}
+
+impl Drop for PartitionLog {
+    fn drop(&mut self) {
+        if let Ok(mut c) = self.cache.try_borrow_mut() {
+            c.unregister(self.cache_id);
+        }
+    }
 }
 
 impl std::fmt::Debug for PartitionLog {
@@ -185,7 +199,14 @@ impl PartitionLog {
         let rec = recovery::recover(&dir, config.index_interval_bytes).await?;
         let active = rec.segments.last().unwrap().clone();
         let leo = active.next_offset.get();
+        let cache = match &config.shard_cache {
+            Some(c) => c.clone(),
+            None => ShardCache::shared(config.cache_bytes, usize::MAX),
+        };
+        let cache_id = cache.borrow_mut().register();
         let log = Rc::new(PartitionLog {
+            cache,
+            cache_id,
             watch: Rc::new(HwWatch::new(leo)),
             writer_wake: Rc::new(Notify::default()),
             state: RefCell::new(State {
@@ -194,7 +215,6 @@ impl PartitionLog {
                 planned_base: active.base_offset,
                 pending: VecDeque::new(),
                 producers: rec.producers,
-                cache: BatchCache::new(config.cache_bytes),
             }),
             log_start: Cell::new(rec.segments[0].base_offset),
             segments: RefCell::new(rec.segments),
@@ -261,7 +281,8 @@ impl PartitionLog {
                 },
                 SeqCheck::Append => {
                     let size = h.total_size();
-                    let mut buf = BytesMut::from(&batch[..size]);
+                    let (mut buf, alloc) =
+                        self.cache.borrow_mut().copy_in(self.cache_id, &batch[..size]);
                     let base = st.leo;
                     batch::set_base_offset(&mut buf, base);
                     let lat = if self.config.log_append_time {
@@ -287,11 +308,15 @@ impl PartitionLog {
                     }
                     st.planned_size += size as u64;
                     st.leo = hdr.next_offset();
-                    st.cache.push(CachedBatch {
-                        base_offset: base,
-                        last_offset: hdr.last_offset(),
-                        data: data.clone(),
-                    });
+                    self.cache.borrow_mut().insert(
+                        self.cache_id,
+                        CachedBatch {
+                            base_offset: base,
+                            last_offset: hdr.last_offset(),
+                            data: data.clone(),
+                            alloc,
+                        },
+                    );
                     st.pending.push_back(Pending { data, header: hdr, roll });
                     self.writer_wake.notify();
                     AppendInfo {
@@ -317,8 +342,9 @@ impl PartitionLog {
     /// `max_bytes` total but always at least one whole batch if any exists at/after
     /// `offset` (below the high watermark). Empty when `offset == high_watermark()`.
     /// `OffsetOutOfRange` when `offset < log_start_offset()` or `> high_watermark()`.
-    /// Served from the tail cache (zero-copy for a single batch) or a DMA read of one
-    /// segment (a read never spans two segments).
+    /// Served from the shard's batch cache (zero-copy when the batches are adjacent in
+    /// memory, see [`ShardCache::read`]) or else a DMA read of one segment (a read never
+    /// spans two segments), whose batches are then cached too.
     pub async fn read(&self, offset: i64, max_bytes: usize) -> Result<Bytes, ReadError> {
         let hw = self.watch.get();
         if offset < self.log_start.get() || offset > hw {
@@ -327,9 +353,9 @@ impl PartitionLog {
         if offset == hw {
             return Ok(Bytes::new());
         }
-        let cached = self.state.borrow().cache.read(offset, max_bytes, hw);
-        if let Some(v) = cached {
-            return Ok(concat(v));
+        let cached = self.cache.borrow_mut().read(self.cache_id, offset, max_bytes, hw);
+        if let Some(b) = cached {
+            return Ok(b);
         }
         let segs: Vec<Rc<Segment>> = {
             let s = self.segments.borrow();
@@ -338,6 +364,7 @@ impl PartitionLog {
         };
         for seg in segs {
             if let Some(b) = seg.read_from(offset, max_bytes, hw).await.map_err(ReadError::Io)? {
+                self.cache.borrow_mut().insert_read(self.cache_id, &b);
                 return Ok(b);
             }
         }
@@ -407,6 +434,7 @@ impl PartitionLog {
         self.writer_wake.notify();
         self.watch.wait_above(leo - 1).await;
         let res = self.finish_files().await;
+        self.cache.borrow_mut().clear(self.cache_id);
         self.watch.stop();
         self.writer_wake.notify();
         res
@@ -559,18 +587,6 @@ impl PartitionLog {
         tracing::debug!(dir = %self.dir.display(), base, "rolled segment");
         Ok(())
     }
-}
-
-/// Concatenates batches (zero-copy when there is one).
-fn concat(mut v: Vec<Bytes>) -> Bytes {
-    if v.len() == 1 {
-        return v.pop().unwrap();
-    }
-    let mut out = BytesMut::with_capacity(v.iter().map(|b| b.len()).sum());
-    for b in v {
-        out.extend_from_slice(&b);
-    }
-    out.freeze()
 }
 
 /// The per-partition writer: sleeps until `append` notifies, then drains. Holds only a

@@ -34,6 +34,7 @@ fn cfg() -> LogConfig {
         flush: FlushPolicy::Always,
         flush_interval_ms: 1000,
         cache_bytes: 1 << 20,
+        shard_cache: None,
         log_append_time: false,
     }
 }
@@ -489,4 +490,49 @@ fn recovery_reads_batches_across_scan_chunks() {
         assert_eq!(std::fs::metadata(&seg).unwrap().len(), expect.len() as u64);
         log.close().await.unwrap();
     });
+}
+
+#[test]
+fn shard_cache_shared_by_two_logs_and_filled_by_disk_reads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (d1, d2) = (tmp.path().join("a-0"), tmp.path().join("b-0"));
+    glommio::LocalExecutorBuilder::default()
+        .io_memory(1 << 20)
+        .spawn(move || async move {
+            let one = batch(4, 200, 0).len();
+            // Room for 3 batches over both partitions.
+            let shared = cache::ShardCache::shared(3 * one + one / 2, usize::MAX);
+            let mut c = cfg();
+            c.cache_bytes = usize::MAX;
+            c.shard_cache = Some(shared.clone());
+            let a = PartitionLog::open(d1, c.clone()).await.unwrap();
+            let b = PartitionLog::open(d2, c).await.unwrap();
+            for i in 0..3 {
+                a.append(batch(4, 200, i), 0).await.unwrap();
+            }
+            assert_eq!(shared.borrow().used(), 3 * one);
+            // Written batches are served from the cache: same bytes as the disk.
+            let hit = a.read(0, 1 << 20).await.unwrap();
+            assert_eq!(hit.len(), 3 * one);
+            // b's writes evict a's oldest batches (a is least recently used).
+            b.append(batch(4, 200, 0), 0).await.unwrap();
+            b.append(batch(4, 200, 1), 0).await.unwrap();
+            assert!(shared.borrow().used() <= 3 * one + one / 2);
+            assert_eq!(shared.borrow().used(), 3 * one);
+            // a's offset 0 now comes from disk, equal to what the cache gave, and is
+            // cached again by the read.
+            let cold = a.read(0, one).await.unwrap();
+            assert_eq!(&cold[..], &hit[..one]);
+            assert!(shared.borrow().used() <= 3 * one + one / 2);
+            let again = a.read(0, one).await.unwrap();
+            assert_eq!(&again[..], &hit[..one]);
+            a.close().await.unwrap();
+            b.close().await.unwrap();
+            // Closed logs leave nothing in the cache.
+            assert_eq!(shared.borrow().used(), 0);
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    drop(tmp);
 }

@@ -308,6 +308,7 @@ fn log_config(config: &Config) -> LogConfig {
         flush: FlushPolicy::Always,
         flush_interval_ms: config.flush_interval_ms,
         cache_bytes: 64 << 10,
+        shard_cache: None,
         log_append_time: false,
     }
 }

@@ -16,6 +16,7 @@ use super::messages::{
     CatalogChanged, ControlRequest, DataRequest, Reply, ShardId, ShardMessage, CONTROL_SHARD,
 };
 use crate::config::Config;
+use crate::log::cache::{ShardCache, SharedCache};
 use crate::log::{LogConfig, PartitionLog};
 use crate::metadata::Catalog;
 use crate::topic_config::EffectiveTopicConfig;
@@ -43,6 +44,9 @@ pub struct Shard {
     pub groups: Rc<GroupHost>,
     /// Catalog writer and producer-id allocator; `Some` on [`CONTROL_SHARD`] only.
     pub control: Option<Control>,
+    /// The batch cache shared by the data partitions this shard owns (its share of
+    /// `--cache-bytes`).
+    pub cache: SharedCache,
 }
 
 impl Shard {
@@ -61,6 +65,10 @@ impl Shard {
             None
         };
         let groups = Rc::new(GroupHost::open(&config, id, nr_shards).await?);
+        let cache_bytes = config.cache_bytes_per_shard(nr_shards);
+        tracing::debug!(shard = id, cache_bytes, "batch cache budget");
+        let cache =
+            ShardCache::shared(cache_bytes, config.partition_cache_bytes.unwrap_or(usize::MAX));
         let shard = Rc::new(Shard {
             id,
             nr_shards,
@@ -70,6 +78,7 @@ impl Shard {
             senders,
             groups,
             control,
+            cache,
         });
         shard.apply_catalog(catalog).await;
         Ok(shard)
@@ -198,7 +207,8 @@ impl Shard {
             index_interval_bytes: topic.index_interval_bytes,
             flush: self.config.flush,
             flush_interval_ms: self.config.flush_interval_ms,
-            cache_bytes: self.config.partition_cache_bytes,
+            cache_bytes: self.config.partition_cache_bytes.unwrap_or(usize::MAX),
+            shard_cache: Some(self.cache.clone()),
             log_append_time: topic.log_append_time,
         }
     }
