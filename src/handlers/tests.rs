@@ -2,20 +2,16 @@
 //! every advertised API is dispatched (not refused), answered, and its response
 //! encodes; what is not advertised is refused.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use clap::Parser;
-use glommio::channels::channel_mesh::MeshBuilder;
-use glommio::LocalExecutorBuilder;
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseKind};
 use kafka_protocol::protocol::{Encodable, StrBytes};
 
 use super::{default_request, dispatch, response_api, Ctx, Outcome, Refusal, REGISTRY};
-use crate::config::Config;
 use crate::protocol::frame::{decode_request, Request};
-use crate::shard::{Shard, ShardMessage};
+use crate::shard::testing::with_shard;
+use crate::shard::Shard;
 
 /// Encodes `body` as a whole request frame (without the length prefix) and decodes
 /// its header the way a connection does.
@@ -32,28 +28,6 @@ fn frame(api: ApiKey, version: i16, correlation_id: i32, body: &RequestKind) -> 
         .expect("header encodes");
     body.encode(&mut buf, version).expect("body encodes");
     decode_request(buf.freeze()).expect("header decodes")
-}
-
-/// Runs `test` on a glommio executor with a fresh one-shard broker state.
-fn with_shard<F, Fut>(test: F)
-where
-    F: FnOnce(std::rc::Rc<Shard>) -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = ()>,
-{
-    let dir = tempfile::tempdir().expect("tempdir");
-    let data_dir = dir.path().to_str().expect("utf-8 path").to_string();
-    LocalExecutorBuilder::default()
-        .spawn(move || async move {
-            let config = Arc::new(Config::parse_from(["shardlog", "--data-dir", &data_dir]));
-            let mesh = MeshBuilder::<ShardMessage, _>::full(1, 16);
-            let (senders, _receivers) = mesh.join().await.expect("mesh");
-            let shard = Shard::start(0, 1, config, senders).await.expect("shard starts");
-            test(shard.clone()).await;
-            shard.close_logs().await;
-        })
-        .expect("executor")
-        .join()
-        .expect("test body");
 }
 
 fn ctx(shard: &std::rc::Rc<Shard>, version: i16) -> Ctx {

@@ -15,6 +15,8 @@ pub mod serve;
 pub mod state;
 
 #[cfg(test)]
+pub(crate) mod testing;
+#[cfg(test)]
 mod tests;
 
 pub use messages::{ControlRequest, DataRequest, ShardId, ShardMessage, CONTROL_SHARD};

@@ -3,62 +3,42 @@
 //! the order of batches within a message and across pipelined messages.
 
 use std::rc::Rc;
-use std::sync::Arc;
 
 use bytes::Bytes;
-use clap::Parser;
 use futures_channel::oneshot;
-use glommio::channels::channel_mesh::MeshBuilder;
-use glommio::LocalExecutorBuilder;
 use kafka_protocol::messages::TopicName;
 
 use super::messages::{Appended, NewTopic, PartitionBatches};
-use super::{ControlRequest, DataRequest, Shard, ShardMessage};
-use crate::config::Config;
+use super::{ControlRequest, DataRequest, Shard};
 use crate::error::{KafkaResult, ResponseError};
 use crate::protocol::batch::testing::{build_batch, BatchSpec};
 use crate::protocol::batch::BatchIter;
 use crate::protocol::strings::topic_name;
 
-/// Runs `test` on a glommio executor with a fresh one-shard broker state that has
-/// topics "many" and "single" of 3 partitions each.
+/// Runs `test` on a fresh one-shard broker state that has topics "many" and "single"
+/// of 3 partitions each.
 fn with_shard<F, Fut>(test: F)
 where
     F: FnOnce(Rc<Shard>) -> Fut + Send + 'static,
     Fut: std::future::Future<Output = ()>,
 {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let data_dir = dir.path().to_str().expect("utf-8 path").to_string();
-    LocalExecutorBuilder::default()
-        .spawn(move || async move {
-            let config = Arc::new(Config::parse_from(["shardlog", "--data-dir", &data_dir]));
-            let mesh = MeshBuilder::<ShardMessage, _>::full(1, 16);
-            let (senders, _receivers) = mesh.join().await.expect("mesh");
-            let shard = Shard::start(0, 1, config, senders).await.expect("shard starts");
-            let topics = ["many", "single"]
-                .map(|name| NewTopic {
-                    name: name.into(),
-                    partitions: 3,
-                    configs: Default::default(),
-                })
-                .to_vec();
-            let created = shard
-                .ask_control(|reply| ControlRequest::CreateTopics {
-                    topics,
-                    validate_only: false,
-                    reply,
-                })
-                .await
-                .await
-                .expect("control answers");
-            assert!(created.iter().all(|r| r.is_ok()), "topics created");
-            assert!(shard.log("many", 2).is_some() && shard.log("single", 2).is_some());
-            test(shard.clone()).await;
-            shard.close_logs().await;
-        })
-        .expect("executor")
-        .join()
-        .expect("test body");
+    super::testing::with_shard(|shard| async move {
+        let topics = ["many", "single"]
+            .map(|name| NewTopic { name: name.into(), partitions: 3, configs: Default::default() })
+            .to_vec();
+        let created = shard
+            .ask_control(|reply| ControlRequest::CreateTopics {
+                topics,
+                validate_only: false,
+                reply,
+            })
+            .await
+            .await
+            .expect("control answers");
+        assert!(created.iter().all(|r| r.is_ok()), "topics created");
+        assert!(shard.log("many", 2).is_some() && shard.log("single", 2).is_some());
+        test(shard).await;
+    });
 }
 
 /// A plain batch of `n` records.
