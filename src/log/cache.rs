@@ -229,23 +229,29 @@ impl ShardCache {
     }
 
     /// Caches the whole batches of `data` (bytes read from partition `id`'s log), as
-    /// [`ShardCache::insert`] does; a trailing partial batch is ignored.
+    /// [`ShardCache::insert`] does; a trailing partial batch is ignored. Each batch is
+    /// copied into the partition's arena first: a slice of `data` would keep the whole
+    /// read buffer (up to the read-ahead size) alive while the budget counted only the
+    /// slice.
     pub fn insert_read(&mut self, id: PartitionId, data: &Bytes) {
         if self.budget == 0 || data.is_empty() {
             return;
         }
-        let tag = self.tag();
         for item in BatchIter::new(data) {
             let Ok((at, h)) = item else { break };
             let end = at + h.total_size();
             if end > data.len() {
                 break;
             }
+            if self.parts.get(&id).is_some_and(|p| p.batches.contains_key(&h.base_offset)) {
+                continue;
+            }
+            let (copy, alloc) = self.copy_in(id, &data[at..end]);
             let b = CachedBatch {
                 base_offset: h.base_offset,
                 last_offset: h.last_offset(),
-                data: data.slice(at..end),
-                alloc: tag,
+                data: copy.freeze(),
+                alloc,
             };
             self.insert(id, b);
         }
@@ -382,6 +388,27 @@ mod tests {
             data: Bytes::from(vec![base as u8; len]),
             alloc: 0,
         }
+    }
+
+    #[test]
+    fn batches_from_a_disk_read_do_not_pin_the_read_buffer() {
+        use crate::protocol::batch::testing::{build_batch, BatchSpec};
+        let batch = build_batch(&BatchSpec { records: 3, value_len: 10, ..Default::default() });
+        // A read buffer much larger than the batch it holds (as a read-ahead is).
+        let mut buf = batch.clone();
+        buf.resize(1 << 20, 0);
+        let read = Bytes::from(buf);
+        let mut c = ShardCache::new(1 << 20, usize::MAX);
+        let p = c.register();
+        c.insert_read(p, &read.slice(..batch.len()));
+        assert_eq!(c.used(), batch.len());
+        let cached = c.read(p, 0, 1 << 20, 3).expect("cached");
+        assert_eq!(&cached[..], &batch[..]);
+        let inside = read.as_ptr_range();
+        assert!(!inside.contains(&cached.as_ptr()), "the cache holds a slice of the read buffer");
+        // A second read of the same batch is not cached twice.
+        c.insert_read(p, &read.slice(..batch.len()));
+        assert_eq!(c.used(), batch.len());
     }
 
     #[test]
