@@ -42,7 +42,7 @@ pub async fn handle(
                 .await,
         )
     };
-    Outcome::later(async move {
+    Outcome::serial(async move {
         let mut answers = match growing {
             Some(rx) => rx.await.unwrap_or_default(),
             None => Vec::new(),

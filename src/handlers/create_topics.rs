@@ -109,7 +109,7 @@ pub async fn handle(ctx: &Ctx, request: CreateTopicsRequest) -> Outcome<CreateTo
         )
     };
     let config = ctx.shard.config.clone();
-    Outcome::later(async move {
+    Outcome::serial(async move {
         let answers = match created {
             Some(rx) => rx.await.unwrap_or_default(),
             None => Vec::new(),

@@ -47,7 +47,7 @@ pub async fn handle(ctx: &Ctx, request: DeleteTopicsRequest) -> Outcome<DeleteTo
     } else {
         Some(ctx.shard.ask_control(|reply| ControlRequest::DeleteTopics { names, reply }).await)
     };
-    Outcome::later(async move {
+    Outcome::serial(async move {
         let mut answers = match deleting {
             Some(rx) => rx.await.unwrap_or_default(),
             None => Vec::new(),

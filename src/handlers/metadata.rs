@@ -38,7 +38,7 @@ pub async fn handle(ctx: &Ctx, request: MetadataRequest) -> Outcome<MetadataResp
     let Some(created) = creating else {
         return Outcome::Ready(answer(&shard, v, &request, all));
     };
-    Outcome::later(async move {
+    Outcome::serial(async move {
         for result in created.await.unwrap_or_default() {
             match result {
                 Err(CatalogError::TopicAlreadyExists(_)) | Ok(_) => {}

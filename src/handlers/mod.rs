@@ -15,6 +15,8 @@
 //! await room in a mesh channel, never another shard's answer: what must wait is
 //! returned as [`Outcome::Later`], the second phase ("produced"), which the connection
 //! awaits in request order while it goes on reading and dispatching pipelined requests.
+//! A request whose effect the next ones must see (a catalog change) returns
+//! [`Outcome::Serial`] instead: the connection dispatches nothing else until it is done.
 //!
 //! # The table
 //!
@@ -72,6 +74,11 @@ pub enum Outcome<R> {
     Ready(R),
     /// The response once the started work completes.
     Later(Deferred<R>),
+    /// Like `Later`, but the connection dispatches nothing else until this completes:
+    /// for requests whose effect the next requests must see (catalog changes, topic
+    /// auto-creation). Kafka processes a connection's requests one at a time; shardlog
+    /// overlaps them except across these.
+    Serial(Deferred<R>),
     /// No response at all (acks=0 produce).
     Silent,
 }
@@ -82,11 +89,17 @@ impl<R: 'static> Outcome<R> {
         Outcome::Later(Box::pin(async move { Some(response.await) }))
     }
 
+    /// A second phase that the connection waits for before its next request.
+    pub fn serial(response: impl Future<Output = R> + 'static) -> Outcome<R> {
+        Outcome::Serial(Box::pin(async move { Some(response.await) }))
+    }
+
     /// The same outcome with the response converted by `f`.
     pub fn map<T: 'static>(self, f: fn(R) -> T) -> Outcome<T> {
         match self {
             Outcome::Ready(r) => Outcome::Ready(f(r)),
             Outcome::Later(later) => Outcome::Later(Box::pin(async move { later.await.map(f) })),
+            Outcome::Serial(later) => Outcome::Serial(Box::pin(async move { later.await.map(f) })),
             Outcome::Silent => Outcome::Silent,
         }
     }

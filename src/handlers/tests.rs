@@ -8,7 +8,7 @@ use bytes::BytesMut;
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseKind};
 use kafka_protocol::protocol::{Encodable, StrBytes};
 
-use super::{default_request, dispatch, response_api, Ctx, Outcome, Refusal, REGISTRY};
+use super::{default_request, dispatch, response_api, Ctx, Dispatched, Outcome, Refusal, REGISTRY};
 use crate::protocol::frame::{decode_request, Request};
 use crate::shard::testing::with_shard;
 use crate::shard::Shard;
@@ -55,7 +55,7 @@ fn every_advertised_version_of_every_api_is_served() {
                 assert_eq!(dispatched.response_version, version);
                 let response = match dispatched.outcome {
                     Outcome::Ready(r) => r,
-                    Outcome::Later(later) => glommio::timer::timeout(
+                    Outcome::Later(later) | Outcome::Serial(later) => glommio::timer::timeout(
                         Duration::from_secs(10),
                         async move { Ok(later.await) },
                     )
@@ -133,5 +133,40 @@ fn describe_cluster_refuses_the_controller_endpoint_type_like_kafka() {
             assert_eq!(r.error_code, code, "endpoint type {endpoint_type}");
             assert_eq!(r.brokers.len(), if code == 0 { 1 } else { 0 });
         }
+    });
+}
+
+#[test]
+fn catalog_changes_are_serial_so_pipelined_requests_see_them() {
+    use kafka_protocol::messages::create_topics_request::CreatableTopic;
+    use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+    use kafka_protocol::messages::{CreateTopicsRequest, MetadataRequest, TopicName};
+    with_shard(|shard| async move {
+        let name = |s: &'static str| TopicName(StrBytes::from_static_str(s));
+        let create = RequestKind::CreateTopics(CreateTopicsRequest::default().with_topics(vec![
+            CreatableTopic::default()
+                .with_name(name("serial"))
+                .with_num_partitions(1)
+                .with_replication_factor(1),
+        ]));
+        let d = dispatch(&ctx(&shard, 7), frame(ApiKey::CreateTopics, 7, 1, &create)).await;
+        let Ok(Dispatched { outcome: Outcome::Serial(created), .. }) = d else {
+            panic!("CreateTopics is not serial");
+        };
+        let Some(ResponseKind::CreateTopics(r)) = created.await else { panic!("no answer") };
+        assert_eq!(r.topics[0].error_code, 0);
+        assert!(shard.catalog().topic("serial").is_some(), "visible once the outcome is done");
+
+        let metadata = |topic: &'static str| {
+            RequestKind::Metadata(MetadataRequest::default().with_topics(Some(vec![
+                MetadataRequestTopic::default().with_name(Some(name(topic))),
+            ])))
+        };
+        // Auto-creation is a catalog change; describing an existing topic is not.
+        let d = dispatch(&ctx(&shard, 12), frame(ApiKey::Metadata, 12, 2, &metadata("auto"))).await;
+        assert!(matches!(d, Ok(Dispatched { outcome: Outcome::Serial(_), .. })));
+        let d =
+            dispatch(&ctx(&shard, 12), frame(ApiKey::Metadata, 12, 3, &metadata("serial"))).await;
+        assert!(matches!(d, Ok(Dispatched { outcome: Outcome::Ready(_), .. })));
     });
 }

@@ -115,7 +115,7 @@ async fn read_loop(
             client_id: request.client_id.clone(),
             client_host: peer.map(|p| p.ip().to_string()).unwrap_or_default(),
         };
-        let dispatched = match handlers::dispatch(&ctx, request).await {
+        let mut dispatched = match handlers::dispatch(&ctx, request).await {
             Ok(d) => d,
             Err(refusal) => {
                 tracing::warn!(
@@ -128,6 +128,20 @@ async fn read_loop(
                 return;
             }
         };
+        if let Outcome::Serial(serial) = dispatched.outcome {
+            // The next request must see this one's effect: finish it before reading on.
+            dispatched.outcome = match serial.await {
+                Some(response) => Outcome::Ready(response),
+                None => {
+                    tracing::warn!(
+                        ?peer,
+                        api_key,
+                        "closing connection: response dropped (shutdown)"
+                    );
+                    return;
+                }
+            };
+        }
         if tx.send(Queued { correlation_id, dispatched }).await.is_err() {
             return;
         }
@@ -159,7 +173,7 @@ async fn write_loop(mut writer: Half, rx: LocalReceiver<Queued>, peer: Option<So
         let Dispatched { api, response_version, outcome } = dispatched;
         let response = match outcome {
             Outcome::Ready(r) => r,
-            Outcome::Later(later) => match later.await {
+            Outcome::Later(later) | Outcome::Serial(later) => match later.await {
                 Some(r) => r,
                 None => {
                     // Responses leave in request order: without this one, none of the
