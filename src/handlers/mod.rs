@@ -16,7 +16,9 @@
 //! returned as [`Outcome::Later`], the second phase ("produced"), which the connection
 //! awaits in request order while it goes on reading and dispatching pipelined requests.
 //! A request whose effect the next ones must see (a catalog change) returns
-//! [`Outcome::Serial`] instead: the connection dispatches nothing else until it is done.
+//! [`Outcome::Serial`] instead: the connection dispatches nothing else until it is done;
+//! and those that change the catalog under earlier requests ([`waits_for_earlier`])
+//! are dispatched only once every earlier response has been written.
 //!
 //! # The table
 //!
@@ -187,6 +189,15 @@ apis! {
     DescribeCluster => describe_cluster,
     ConsumerGroupHeartbeat => consumer_group_heartbeat,
     ConsumerGroupDescribe => consumer_group_describe,
+}
+
+/// APIs that change the catalog under the requests before them on the same connection
+/// (a deleted topic would vanish under an earlier Fetch still in its second phase):
+/// the connection dispatches one only after every earlier response was written. Their
+/// handlers also return [`Outcome::Serial`], so later requests see their effect; with
+/// both, they are processed one at a time, as Kafka processes every request.
+pub fn waits_for_earlier(api: ApiKey) -> bool {
+    matches!(api, ApiKey::CreateTopics | ApiKey::DeleteTopics | ApiKey::CreatePartitions)
 }
 
 /// The versions of `api` this broker implements, if any.

@@ -7,7 +7,7 @@
 //! reading (back-pressure). A malformed request, an unknown API key or an oversized
 //! frame closes the connection with a logged reason; nothing else is affected.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
 use std::rc::Rc;
 
@@ -41,6 +41,35 @@ struct Queued {
     dispatched: Dispatched,
 }
 
+/// How many queued responses the writer has not finished, and who waits for none.
+/// Lives on the connection's core, shared by its reader and writer.
+#[derive(Default)]
+struct InFlight {
+    queued: Cell<usize>,
+    idle: RefCell<Option<futures_channel::oneshot::Sender<()>>>,
+}
+
+impl InFlight {
+    /// Resolves once every queued response has been written (or the writer ended).
+    async fn drained(&self) {
+        if self.queued.get() == 0 {
+            return;
+        }
+        let (tx, rx) = futures_channel::oneshot::channel();
+        *self.idle.borrow_mut() = Some(tx);
+        let _ = rx.await;
+    }
+
+    fn done_one(&self) {
+        self.queued.set(self.queued.get().saturating_sub(1));
+        if self.queued.get() == 0 {
+            if let Some(tx) = self.idle.borrow_mut().take() {
+                let _ = tx.send(());
+            }
+        }
+    }
+}
+
 /// Serves one connection until the client closes it, it misbehaves, or `stop`
 /// resolves (shutdown: in-flight requests still get their responses).
 pub async fn serve(shard: Rc<Shard>, stream: TcpStream, stop: Shutdown) {
@@ -48,17 +77,19 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, stop: Shutdown) {
     let peer = stream.peer_addr().ok();
     let stream = Rc::new(RefCell::new(stream));
     let (tx, rx) = local_channel::new_bounded::<Queued>(MAX_IN_FLIGHT);
+    let in_flight = Rc::new(InFlight::default());
+    let writer_in_flight = in_flight.clone();
     let (done_tx, done_rx) = futures_channel::oneshot::channel::<()>();
     let writer = Half(stream.clone());
     glommio::spawn_local(async move {
-        write_loop(writer, rx, peer).await;
+        write_loop(writer, rx, peer, &writer_in_flight).await;
         let _ = done_tx.send(());
     })
     .detach();
 
     let reader = Half(stream.clone());
     let read_side = async {
-        future::or(read_loop(&shard, reader, tx, peer), stop.requested()).await;
+        future::or(read_loop(&shard, reader, tx, peer, &in_flight), stop.requested()).await;
         // `tx` is gone: the writer drains what is queued, then ends.
         future::pending::<()>().await
     };
@@ -79,6 +110,7 @@ async fn read_loop(
     mut reader: Half,
     tx: LocalSender<Queued>,
     peer: Option<SocketAddr>,
+    in_flight: &InFlight,
 ) {
     let max = shard.config.max_request_bytes;
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
@@ -115,6 +147,10 @@ async fn read_loop(
             client_id: request.client_id.clone(),
             client_host: peer.map(|p| p.ip().to_string()).unwrap_or_default(),
         };
+        if request.api.is_some_and(handlers::waits_for_earlier) {
+            // It changes what earlier requests act on: let them finish first.
+            in_flight.drained().await;
+        }
         let mut dispatched = match handlers::dispatch(&ctx, request).await {
             Ok(d) => d,
             Err(refusal) => {
@@ -142,6 +178,7 @@ async fn read_loop(
                 }
             };
         }
+        in_flight.queued.set(in_flight.queued.get() + 1);
         if tx.send(Queued { correlation_id, dispatched }).await.is_err() {
             return;
         }
@@ -168,42 +205,64 @@ async fn fill(reader: &mut Half, buf: &mut BytesMut, want: usize) -> bool {
     true
 }
 
-async fn write_loop(mut writer: Half, rx: LocalReceiver<Queued>, peer: Option<SocketAddr>) {
+async fn write_loop(
+    mut writer: Half,
+    rx: LocalReceiver<Queued>,
+    peer: Option<SocketAddr>,
+    in_flight: &InFlight,
+) {
     while let Some(Queued { correlation_id, dispatched }) = rx.recv().await {
-        let Dispatched { api, response_version, outcome } = dispatched;
-        let response = match outcome {
-            Outcome::Ready(r) => r,
-            Outcome::Later(later) | Outcome::Serial(later) => match later.await {
-                Some(r) => r,
-                None => {
-                    // Responses leave in request order: without this one, none of the
-                    // later ones can be sent either.
-                    tracing::warn!(?peer, ?api, "closing connection: response dropped (shutdown)");
-                    return;
-                }
-            },
-            Outcome::Silent => continue,
-        };
-        let frame = match encode(correlation_id, api, response_version, &response) {
-            Ok(frame) => frame,
-            Err(e) => {
-                tracing::error!(
-                    ?peer,
-                    ?api,
-                    version = response_version,
-                    error = %e,
-                    "closing connection: response encoding failed"
-                );
-                return;
-            }
-        };
-        for segment in frame {
-            if let Err(e) = writer.write_all(&segment).await {
-                tracing::debug!(?peer, error = %e, "write failed");
-                return;
-            }
+        let open = write_one(&mut writer, correlation_id, dispatched, peer).await;
+        in_flight.done_one();
+        if !open {
+            return;
         }
     }
+}
+
+/// Awaits one outcome and writes its response. False when the connection must close
+/// (the response was dropped at shutdown, could not be encoded, or the write failed;
+/// logged here).
+async fn write_one(
+    writer: &mut Half,
+    correlation_id: i32,
+    dispatched: Dispatched,
+    peer: Option<SocketAddr>,
+) -> bool {
+    let Dispatched { api, response_version, outcome } = dispatched;
+    let response = match outcome {
+        Outcome::Ready(r) => r,
+        Outcome::Later(later) | Outcome::Serial(later) => match later.await {
+            Some(r) => r,
+            None => {
+                // Responses leave in request order: without this one, none of the
+                // later ones can be sent either.
+                tracing::warn!(?peer, ?api, "closing connection: response dropped (shutdown)");
+                return false;
+            }
+        },
+        Outcome::Silent => return true,
+    };
+    let frame = match encode(correlation_id, api, response_version, &response) {
+        Ok(frame) => frame,
+        Err(e) => {
+            tracing::error!(
+                ?peer,
+                ?api,
+                version = response_version,
+                error = %e,
+                "closing connection: response encoding failed"
+            );
+            return false;
+        }
+    };
+    for segment in frame {
+        if let Err(e) = writer.write_all(&segment).await {
+            tracing::debug!(?peer, error = %e, "write failed");
+            return false;
+        }
+    }
+    true
 }
 
 /// Encodes one response frame at `version`: size, header (v0, or v1 for flexible
