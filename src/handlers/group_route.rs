@@ -87,7 +87,7 @@ pub async fn send<Q: GroupRequest>(
         request: request.into(),
         api_version: ctx.api_version,
         client_id: ctx.client_id.clone(),
-        client_host: ctx.client_host.clone(),
+        client_host: ctx.client_host.to_string(),
     };
     let (tx, rx) = oneshot::channel();
     ctx.shard.send(to, DataRequest::Group { call: Box::new(call), reply: tx }).await;

@@ -62,7 +62,7 @@ pub struct Ctx {
     pub api_version: i16,
     pub client_id: String,
     /// The client's address as text (for group member metadata and logs).
-    pub client_host: String,
+    pub client_host: Rc<str>,
 }
 
 /// The second phase of a request. It yields `None` when the shard that owed the

@@ -113,6 +113,8 @@ async fn read_loop(
     in_flight: &InFlight,
 ) {
     let max = shard.config.max_request_bytes;
+    // Formatted once per connection, not per request.
+    let client_host: Rc<str> = peer.map(|p| p.ip().to_string()).unwrap_or_default().into();
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     loop {
         // Complete the 4-byte length prefix, then the frame.
@@ -132,7 +134,7 @@ async fn read_loop(
         }
         let _ = buf.split_to(4);
         let frame: Bytes = buf.split_to(size).freeze();
-        let request = match decode_request(frame) {
+        let mut request = match decode_request(frame) {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!(?peer, error = ?e, "closing connection: bad request header");
@@ -144,8 +146,8 @@ async fn read_loop(
         let ctx = Ctx {
             shard: shard.clone(),
             api_version,
-            client_id: request.client_id.clone(),
-            client_host: peer.map(|p| p.ip().to_string()).unwrap_or_default(),
+            client_id: std::mem::take(&mut request.client_id),
+            client_host: client_host.clone(),
         };
         if request.api.is_some_and(handlers::waits_for_earlier) {
             // It changes what earlier requests act on: let them finish first.
