@@ -22,14 +22,6 @@ pub fn code(error: Option<ResponseError>) -> i16 {
     error.map_or(0, |e| e.code())
 }
 
-/// The wire value of a result: 0 (NONE) for `Ok`, else the error's code.
-pub fn result_code<T>(result: &KafkaResult<T>) -> i16 {
-    match result {
-        Ok(_) => 0,
-        Err(e) => e.code(),
-    }
-}
-
 impl From<&AppendError> for ResponseError {
     /// OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH or KAFKA_STORAGE_ERROR.
     fn from(e: &AppendError) -> Self {
@@ -75,7 +67,7 @@ mod tests {
     fn codes_are_the_protocol_guide_numbers() {
         assert_eq!(code(None), 0);
         assert_eq!(code(Some(ResponseError::UnknownServerError)), -1);
-        assert_eq!(result_code::<()>(&Err(ResponseError::KafkaStorageError)), 56);
+        assert_eq!(code(Some(ResponseError::KafkaStorageError)), 56);
         assert_eq!(ResponseError::from(&AppendError::OutOfOrderSequence).code(), 45);
         assert_eq!(ResponseError::from(&AppendError::InvalidProducerEpoch).code(), 47);
         assert_eq!(ResponseError::from(&ReadError::OffsetOutOfRange).code(), 1);
