@@ -228,33 +228,52 @@ impl ShardCache {
         }
     }
 
-    /// Caches the whole batches of `data` (bytes read from partition `id`'s log), as
-    /// [`ShardCache::insert`] does; a trailing partial batch is ignored. Each batch is
-    /// copied into the partition's arena first: a slice of `data` would keep the whole
-    /// read buffer (up to the read-ahead size) alive while the budget counted only the
-    /// slice.
-    pub fn insert_read(&mut self, id: PartitionId, data: &Bytes) {
-        if self.budget == 0 || data.is_empty() {
-            return;
+    /// Caches the whole batches of `parts` (consecutive bytes read from partition `id`'s
+    /// log, e.g. views of DMA read buffers), as [`ShardCache::insert`] does, and returns
+    /// them as one
+    /// `Bytes` for the fetch that read them; a trailing partial batch is ignored. Each
+    /// batch is copied into the partition's arena once (batches already cached are
+    /// reused), so the result is the cached memory itself, zero-copy when the copies are
+    /// adjacent (see [`ShardCache::read`] for how a break is handled). `None` when caching
+    /// is off: the caller copies the parts itself.
+    pub fn insert_read<'a>(
+        &mut self,
+        id: PartitionId,
+        parts: impl IntoIterator<Item = &'a [u8]>,
+    ) -> Option<Bytes> {
+        if self.budget == 0 || !self.parts.contains_key(&id) {
+            return None;
         }
-        for item in BatchIter::new(data) {
-            let Ok((at, h)) = item else { break };
-            let end = at + h.total_size();
-            if end > data.len() {
-                break;
+        let mut batches = Vec::new();
+        let mut total = 0;
+        for data in parts {
+            for item in BatchIter::new(data) {
+                let Ok((at, h)) = item else { break };
+                let end = at + h.total_size();
+                if end > data.len() {
+                    break;
+                }
+                let cached = self.parts.get(&id).and_then(|p| p.batches.get(&h.base_offset));
+                let b = match cached {
+                    Some(b) if b.data.len() == end - at => b.clone(),
+                    _ => {
+                        let (copy, alloc) = self.copy_in(id, &data[at..end]);
+                        let b = CachedBatch {
+                            base_offset: h.base_offset,
+                            last_offset: h.last_offset(),
+                            data: copy.freeze(),
+                            alloc,
+                        };
+                        self.insert(id, b.clone());
+                        b
+                    }
+                };
+                total += b.data.len();
+                batches.push(b);
             }
-            if self.parts.get(&id).is_some_and(|p| p.batches.contains_key(&h.base_offset)) {
-                continue;
-            }
-            let (copy, alloc) = self.copy_in(id, &data[at..end]);
-            let b = CachedBatch {
-                base_offset: h.base_offset,
-                last_offset: h.last_offset(),
-                data: copy.freeze(),
-                alloc,
-            };
-            self.insert(id, b);
         }
+        let refs: Vec<&CachedBatch> = batches.iter().collect();
+        Some(if refs.is_empty() { Bytes::new() } else { join(&refs, total) })
     }
 
     /// Evicts partition `id`'s lowest-offset batch.
@@ -400,15 +419,45 @@ mod tests {
         let read = Bytes::from(buf);
         let mut c = ShardCache::new(1 << 20, usize::MAX);
         let p = c.register();
-        c.insert_read(p, &read.slice(..batch.len()));
+        let served = c.insert_read(p, [&read[..batch.len()]]).expect("caching is on");
+        assert_eq!(&served[..], &batch[..]);
         assert_eq!(c.used(), batch.len());
         let cached = c.read(p, 0, 1 << 20, 3).expect("cached");
         assert_eq!(&cached[..], &batch[..]);
         let inside = read.as_ptr_range();
         assert!(!inside.contains(&cached.as_ptr()), "the cache holds a slice of the read buffer");
         // A second read of the same batch is not cached twice.
-        c.insert_read(p, &read.slice(..batch.len()));
+        c.insert_read(p, [&read[..batch.len()]]);
         assert_eq!(c.used(), batch.len());
+    }
+
+    #[test]
+    fn a_read_in_two_parts_is_served_as_one_arena_slice() {
+        use crate::protocol::batch::testing::{build_batch, BatchSpec};
+        let spec = |base| BatchSpec {
+            base_offset: base,
+            records: 2,
+            value_len: 100,
+            ..Default::default()
+        };
+        let (a, b, c3) = (build_batch(&spec(0)), build_batch(&spec(2)), build_batch(&spec(4)));
+        let mut first = a.clone();
+        first.extend_from_slice(&b);
+        let mut c = ShardCache::new(1 << 20, usize::MAX);
+        let p = c.register();
+        // Offsets 0..4 from one read-ahead window, 4..6 from the next.
+        let served = c.insert_read(p, [&first[..], &c3[..]]).expect("caching is on");
+        assert_eq!(served.len(), a.len() + b.len() + c3.len());
+        assert_eq!(&served[..a.len()], &a[..]);
+        assert_eq!(&served[first.len()..], &c3[..]);
+        assert_eq!(c.used(), served.len());
+        // The cached copies are the served bytes themselves.
+        let again = c.read(p, 4, 1 << 20, 6).expect("cached");
+        assert_eq!(again.as_ptr(), served[first.len()..].as_ptr());
+        // Caching off: the caller copies.
+        let mut off = ShardCache::new(0, usize::MAX);
+        let q = off.register();
+        assert!(off.insert_read(q, [&first[..]]).is_none());
     }
 
     #[test]

@@ -363,9 +363,14 @@ impl PartitionLog {
             s[i..].to_vec()
         };
         for seg in segs {
-            if let Some(b) = seg.read_from(offset, max_bytes, hw).await.map_err(ReadError::Io)? {
-                self.cache.borrow_mut().insert_read(self.cache_id, &b);
-                return Ok(b);
+            if let Some(parts) =
+                seg.read_from(offset, max_bytes, hw).await.map_err(ReadError::Io)?
+            {
+                let views = parts.iter().map(|p| &p[..]);
+                let cached = self.cache.borrow_mut().insert_read(self.cache_id, views);
+                return Ok(cached.unwrap_or_else(|| {
+                    parts.iter().map(|p| &p[..]).collect::<Vec<_>>().concat().into()
+                }));
             }
         }
         Ok(Bytes::new())

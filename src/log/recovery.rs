@@ -113,7 +113,8 @@ pub async fn recover(dir: &Path, interval: u64) -> io::Result<Recovered> {
     };
     let size = active.size.get();
     let start = size - size % active.alignment();
-    let tail = active.read_bytes(start, (size - start) as usize).await?;
+    let tail_len = (size - start) as usize;
+    let tail = active.read_bytes(start, tail_len, tail_len).await?;
     *active.tail.borrow_mut() = tail.to_vec();
 
     let leo = active.next_offset.get();

@@ -7,11 +7,14 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use bytes::Bytes;
-use glommio::io::{DmaFile, OpenOptions};
+use futures_util::future::{FutureExt, Shared};
+use glommio::io::{DmaFile, OpenOptions, ReadResult};
+use glommio::task::JoinHandle;
 
 use super::index::{OffsetIndex, TimeIndex};
-use crate::protocol::batch::{BatchScan, RecordBatchHeader, ScanStop, RECORD_BATCH_OVERHEAD};
+use crate::protocol::batch::{
+    BatchIter, BatchScan, RecordBatchHeader, ScanStop, RECORD_BATCH_OVERHEAD,
+};
 
 /// Bytes read per DMA read when scanning a segment.
 const SCAN_CHUNK: usize = 1 << 20;
@@ -56,37 +59,72 @@ pub struct Segment {
     /// catching up) are served from memory: one DMA read of [`READ_AHEAD`] bytes
     /// instead of one per fetch.
     readahead: RefCell<Option<ReadAhead>>,
+    /// The next read-ahead window, being read in the background while the consumer
+    /// works through `readahead` (see [`Segment::read_bytes`]).
+    prefetch: RefCell<Option<Prefetch>>,
+    /// Reads that waited for a DMA read issued on demand (not served from memory or from
+    /// a background read); a sequential consumer should cause one per segment.
+    pub demand_reads: Cell<u64>,
 }
 
 /// Bytes read past what a fetch asked for; see [`Segment::read_bytes`].
 pub const READ_AHEAD: usize = 4 << 20;
 
-/// Read-ahead bytes a shard may hold across all its segments.
+/// Read-ahead bytes a shard may hold (or have in flight) across all its segments.
 pub const READ_AHEAD_BUDGET: usize = 64 << 20;
 
 thread_local! {
-    /// Read-ahead bytes held by this shard's segments.
+    /// Read-ahead bytes held (or being read) by this shard's segments.
     static READ_AHEAD_HELD: Cell<usize> = const { Cell::new(0) };
 }
 
-/// One read-ahead buffer: `data` holds the segment bytes from file position `pos`.
-/// Its size counts against the shard's [`READ_AHEAD_BUDGET`] until dropped.
+/// Bytes of the shard's read-ahead budget held by one buffer or read in flight; given
+/// back when dropped.
 #[derive(Debug)]
-struct ReadAhead {
-    pos: u64,
-    data: Bytes,
-}
+struct Held(usize);
 
-impl ReadAhead {
-    fn new(pos: u64, data: Bytes) -> ReadAhead {
-        READ_AHEAD_HELD.with(|h| h.set(h.get() + data.len()));
-        ReadAhead { pos, data }
+impl Held {
+    /// Takes `bytes` of the shard's budget if that leaves it within
+    /// [`READ_AHEAD_BUDGET`] (`already` bytes of it are about to be given back).
+    fn take(bytes: usize, already: usize) -> Option<Held> {
+        READ_AHEAD_HELD.with(|h| {
+            (h.get().saturating_sub(already) + bytes <= READ_AHEAD_BUDGET).then(|| {
+                h.set(h.get() + bytes);
+                Held(bytes)
+            })
+        })
     }
 }
 
-impl Drop for ReadAhead {
+impl Drop for Held {
     fn drop(&mut self) {
-        READ_AHEAD_HELD.with(|h| h.set(h.get().saturating_sub(self.data.len())));
+        READ_AHEAD_HELD.with(|h| h.set(h.get().saturating_sub(self.0)));
+    }
+}
+
+/// One read-ahead buffer: `data` holds the segment bytes from file position `pos` (the
+/// DMA read's own aligned buffer, never copied).
+#[derive(Debug)]
+struct ReadAhead {
+    pos: u64,
+    data: ReadResult,
+    /// File position after the last batch `data` holds whole: where the next window starts.
+    whole_end: u64,
+    _held: Option<Held>,
+}
+
+/// A background read of `[pos, pos + len)`; resolves to `None` when the read failed
+/// (the reader then reads synchronously and reports the error itself).
+struct Prefetch {
+    pos: u64,
+    len: u64,
+    done: Shared<JoinHandle<Option<ReadResult>>>,
+    held: Held,
+}
+
+impl std::fmt::Debug for Prefetch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prefetch").field("pos", &self.pos).field("len", &self.len).finish()
     }
 }
 
@@ -104,6 +142,8 @@ impl Segment {
             max_ts: Cell::new(None),
             tail: RefCell::default(),
             readahead: RefCell::default(),
+            prefetch: RefCell::default(),
+            demand_reads: Cell::new(0),
         }
     }
 
@@ -196,42 +236,113 @@ impl Segment {
         true
     }
 
-    /// Reads `[pos, pos+len)` (clamped to the logical size) into `Bytes`. Served from
-    /// the read-ahead buffer when it holds the range; otherwise one DMA read of at
-    /// least [`READ_AHEAD`] bytes (while the shard's budget allows) whose surplus is
-    /// kept for the next sequential read. Written bytes below the logical size never
-    /// change, so buffered bytes stay valid.
-    pub async fn read_bytes(&self, pos: u64, len: usize) -> io::Result<Bytes> {
-        let end = (pos + len as u64).min(self.size.get());
-        if end <= pos {
-            return Ok(Bytes::new());
+    /// Reads from `pos` at least `min` and at most `want` bytes (both clamped to the
+    /// logical size): a view of a DMA read buffer, not a copy. Served from the read-ahead
+    /// buffer when it holds `min` bytes there, else from the background read of the next
+    /// window when that does, else by one DMA read of `want` bytes, or of [`READ_AHEAD`]
+    /// while the shard's budget allows (the surplus becomes the read-ahead buffer).
+    ///
+    /// A read-ahead window is consumed up to the end of its last whole batch; the next
+    /// window starts there and is read in the background as soon as the window before it
+    /// serves a read, so a consumer reading sequentially does not wait for the disk.
+    /// Written bytes below the logical size never change, so buffered bytes stay valid.
+    pub async fn read_bytes(&self, pos: u64, min: usize, want: usize) -> io::Result<ReadResult> {
+        let size = self.size.get();
+        let want_end = (pos + want.max(min) as u64).min(size);
+        let min_end = (pos + min as u64).min(want_end);
+        if want_end <= pos {
+            return Ok(ReadResult::default());
         }
-        if let Some(ra) = self.readahead.borrow().as_ref() {
-            if pos >= ra.pos && end <= ra.pos + ra.data.len() as u64 {
-                return Ok(ra.data.slice((pos - ra.pos) as usize..(end - ra.pos) as usize));
+        if let Some(hit) = self.in_readahead(pos, min_end, want_end) {
+            return Ok(hit);
+        }
+        let pending = self.prefetch.borrow_mut().take();
+        if let Some(p) = pending {
+            if pos >= p.pos && min_end <= p.pos + p.len {
+                if let Some(data) = p.done.clone().await.flatten() {
+                    self.install(p.pos, data, Some(p.held));
+                    if let Some(hit) = self.in_readahead(pos, min_end, want_end) {
+                        return Ok(hit);
+                    }
+                }
+            } else if p.pos > pos {
+                // Still ahead of this reader: keep it.
+                *self.prefetch.borrow_mut() = Some(p);
             }
         }
-        let held_elsewhere = READ_AHEAD_HELD.with(|h| h.get())
-            - self.readahead.borrow().as_ref().map_or(0, |r| r.data.len());
-        let want = if held_elsewhere + READ_AHEAD <= READ_AHEAD_BUDGET {
-            (end - pos).max(READ_AHEAD as u64)
-        } else {
-            end - pos
-        };
-        let read_end = (pos + want).min(self.size.get());
+        let held_here = self.readahead.borrow().as_ref().map_or(0, |r| r.data.len());
+        let held = Held::take(READ_AHEAD, held_here);
+        let len =
+            if held.is_some() { (want_end - pos).max(READ_AHEAD as u64) } else { want_end - pos };
+        let read_end = (pos + len).min(size);
+        self.demand_reads.set(self.demand_reads.get() + 1);
         let r = self.file.read_at(pos, (read_end - pos) as usize).await.map_err(io::Error::from)?;
-        if r.len() < (end - pos) as usize {
+        if (r.len() as u64) < min_end - pos {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
                 format!("short read at {pos} in segment {}", self.base_offset),
             ));
         }
-        let data = Bytes::copy_from_slice(&r[..]);
-        let out = data.slice(..(end - pos) as usize);
-        if data.len() > out.len() {
-            *self.readahead.borrow_mut() = Some(ReadAhead::new(pos, data));
+        let out = slice(&r, 0, r.len().min((want_end - pos) as usize));
+        if r.len() > out.len() {
+            self.install(pos, r, held);
+            if let Some(ra_end) = self.readahead.borrow().as_ref().map(|r| r.whole_end) {
+                self.prefetch_after(ra_end);
+            }
         }
         Ok(out)
+    }
+
+    /// Makes `data` (segment bytes from file position `pos`) the read-ahead buffer.
+    fn install(&self, pos: u64, data: ReadResult, held: Option<Held>) {
+        let whole = BatchIter::new(&data)
+            .map_while(|b| b.ok())
+            .map(|(at, h)| at + h.total_size())
+            .last()
+            .unwrap_or(0);
+        let whole_end = pos + whole as u64;
+        *self.readahead.borrow_mut() = Some(ReadAhead { pos, data, whole_end, _held: held });
+    }
+
+    /// From the read-ahead buffer, if it holds `[pos, min_end)`: `[pos, want_end)` or as
+    /// much of it as it holds. Starts the background read of the next window.
+    fn in_readahead(&self, pos: u64, min_end: u64, want_end: u64) -> Option<ReadResult> {
+        let (hit, whole_end) = {
+            let ra = self.readahead.borrow();
+            let ra = ra.as_ref()?;
+            let ra_end = ra.pos + ra.data.len() as u64;
+            if pos < ra.pos || min_end > ra_end {
+                return None;
+            }
+            let end = want_end.min(ra_end);
+            (slice(&ra.data, (pos - ra.pos) as usize, (end - pos) as usize), ra.whole_end)
+        };
+        self.prefetch_after(whole_end);
+        Some(hit)
+    }
+
+    /// Starts reading `[from, from + READ_AHEAD)` (clamped to the logical size) in the
+    /// background, unless such a read is already in flight, there is nothing there, or
+    /// the shard's read-ahead budget is spent.
+    fn prefetch_after(&self, from: u64) {
+        let size = self.size.get();
+        let current = self.readahead.borrow().as_ref().map(|r| r.pos);
+        if from >= size
+            || current == Some(from)
+            || self.prefetch.borrow().as_ref().is_some_and(|p| p.pos == from)
+        {
+            // Nothing there, a window without one whole batch, or already under way.
+            return;
+        }
+        let replaced = self.prefetch.borrow().as_ref().map_or(0, |p| p.held.0);
+        let len = (size - from).min(READ_AHEAD as u64);
+        let Some(held) = Held::take(len as usize, replaced) else { return };
+        let file = self.file.clone();
+        let task = glommio::spawn_local(async move {
+            file.read_at(from, len as usize).await.ok().filter(|r| r.len() as u64 == len)
+        });
+        let done = task.detach().shared();
+        *self.prefetch.borrow_mut() = Some(Prefetch { pos: from, len, done, held });
     }
 
     /// Recovery scan of the file bytes `[from, file_end)`: reads them in DMA reads of
@@ -282,9 +393,9 @@ impl Segment {
         limit: i64,
         hint: usize,
         mut pred: impl FnMut(&RecordBatchHeader) -> bool,
-    ) -> io::Result<Option<(u64, RecordBatchHeader, Bytes, u64)>> {
+    ) -> io::Result<Option<(u64, RecordBatchHeader, ReadResult, u64)>> {
         let end = self.size.get();
-        let mut buf = Bytes::new();
+        let mut buf = ReadResult::default();
         let mut buf_pos = 0u64;
         while pos < end {
             let h = self.header_at(pos, end, hint, &mut buf, &mut buf_pos).await?;
@@ -306,13 +417,13 @@ impl Segment {
         pos: u64,
         end: u64,
         hint: usize,
-        buf: &mut Bytes,
+        buf: &mut ReadResult,
         buf_pos: &mut u64,
     ) -> io::Result<RecordBatchHeader> {
         let have =
             pos >= *buf_pos && pos + RECORD_BATCH_OVERHEAD as u64 <= *buf_pos + buf.len() as u64;
         if !have {
-            *buf = self.read_bytes(pos, hint.max(MIN_READ)).await?;
+            *buf = self.read_bytes(pos, RECORD_BATCH_OVERHEAD, hint.max(MIN_READ)).await?;
             *buf_pos = pos;
         }
         let at = (pos - *buf_pos) as usize;
@@ -328,14 +439,17 @@ impl Segment {
     }
 
     /// Whole batches starting with the one containing `offset`, with `last_offset <
-    /// limit`, totalling at most `max_bytes` but at least one batch. `None` when no such
-    /// batch is in this segment.
+    /// limit`, totalling at most `max_bytes` but at least one batch, as consecutive
+    /// views of DMA read buffers (see [`Segment::read_bytes`]), each holding whole
+    /// batches: a read that reaches the end of one read-ahead window goes on into the
+    /// next only when that one is in memory or already being read, else it stops there
+    /// (the next fetch continues). `None` when no such batch is in this segment.
     pub async fn read_from(
         &self,
         offset: i64,
         max_bytes: usize,
         limit: i64,
-    ) -> io::Result<Option<Bytes>> {
+    ) -> io::Result<Option<Vec<ReadResult>>> {
         let start_pos = self.index.borrow().lookup(self.rel(offset)) as u64;
         let hint = max_bytes.clamp(MIN_READ, 16 << 20);
         let Some((start, first, mut buf, mut buf_pos)) =
@@ -345,22 +459,60 @@ impl Segment {
         };
         let end = self.size.get();
         let mut total = first.total_size() as u64;
+        if start < buf_pos || start + total > buf_pos + buf.len() as u64 {
+            let len = total as usize;
+            buf = self.read_bytes(start, len, len).await?;
+            buf_pos = start;
+        }
+        let mut parts = Vec::new();
+        let mut part_start = start;
         let mut pos = start + total;
+        let mut switched = false;
         while pos < end {
-            let h = self.header_at(pos, end, hint, &mut buf, &mut buf_pos).await?;
-            let n = h.total_size() as u64;
-            if h.last_offset() >= limit || total + n > max_bytes as u64 {
+            let buf_end = buf_pos + buf.len() as u64;
+            if pos + RECORD_BATCH_OVERHEAD as u64 <= buf_end {
+                let h = self.header_at(pos, end, hint, &mut buf, &mut buf_pos).await?;
+                let n = h.total_size() as u64;
+                if h.last_offset() >= limit || total + n > max_bytes as u64 {
+                    break;
+                }
+                if pos + n <= buf_end {
+                    total += n;
+                    pos += n;
+                    switched = false;
+                    continue;
+                }
+            }
+            // The next batch is not whole in `buf`: go on in the next window if it is
+            // (or is about to be) in memory, once per batch.
+            if switched || !self.in_memory_soon(pos) {
                 break;
             }
-            total += n;
-            pos += n;
+            parts.push(slice(&buf, (part_start - buf_pos) as usize, (pos - part_start) as usize));
+            buf = self.read_bytes(pos, RECORD_BATCH_OVERHEAD, hint).await?;
+            buf_pos = pos;
+            part_start = pos;
+            switched = true;
         }
-        if start >= buf_pos && start + total <= buf_pos + buf.len() as u64 {
-            let a = (start - buf_pos) as usize;
-            return Ok(Some(buf.slice(a..a + total as usize)));
+        if pos > part_start {
+            parts.push(slice(&buf, (part_start - buf_pos) as usize, (pos - part_start) as usize));
         }
-        Ok(Some(self.read_bytes(start, total as usize).await?))
+        Ok(Some(parts))
     }
+
+    /// True when a batch header at `pos` is in the read-ahead buffer or in the window
+    /// being read in the background.
+    fn in_memory_soon(&self, pos: u64) -> bool {
+        let covers =
+            |at: u64, len: u64| pos >= at && pos + RECORD_BATCH_OVERHEAD as u64 <= at + len;
+        self.readahead.borrow().as_ref().is_some_and(|r| covers(r.pos, r.data.len() as u64))
+            || self.prefetch.borrow().as_ref().is_some_and(|p| covers(p.pos, p.len))
+    }
+}
+
+/// `len` bytes of `r` from `at` (in bounds: callers slice within what they checked).
+fn slice(r: &ReadResult, at: usize, len: usize) -> ReadResult {
+    ReadResult::slice(r, at, len).unwrap_or_default()
 }
 
 /// Writes `data` to `path` via a temporary file and a rename.

@@ -536,3 +536,42 @@ fn shard_cache_shared_by_two_logs_and_filled_by_disk_reads() {
         .unwrap();
     drop(tmp);
 }
+
+#[test]
+fn sequential_cold_reads_wait_for_the_disk_once_per_segment() {
+    run(|dir| async move {
+        let mut c = cfg();
+        c.cache_bytes = 0;
+        c.flush = FlushPolicy::Never;
+        let log = PartitionLog::open(dir.clone(), c.clone()).await.unwrap();
+        // ~12 MiB of 64 KiB batches: three read-ahead windows.
+        let one = batch(64, 1000, 0);
+        let mut expected = Vec::new();
+        for i in 0..192 {
+            let info = log.append(batch(64, 1000, i), 0).await.unwrap();
+            assert_eq!(info.base_offset, i * 64);
+        }
+        log.close().await.unwrap();
+        let log = PartitionLog::open(dir, c).await.unwrap();
+        let segment = log.segments.borrow()[0].clone();
+        // Recovery read the partial last block.
+        assert_eq!(segment.demand_reads.get(), 1);
+        let mut offset = 0;
+        while offset < log.high_watermark() {
+            let read = log.read(offset, 1 << 20).await.unwrap();
+            let headers: Vec<RecordBatchHeader> =
+                crate::protocol::batch::BatchIter::new(&read).map(|r| r.unwrap().1).collect();
+            assert_eq!(headers.len(), (1 << 20) / one.len(), "at offset {offset}");
+            assert_eq!(headers[0].base_offset, offset);
+            expected.push(read.len());
+            offset = headers.last().unwrap().next_offset();
+        }
+        assert_eq!(offset, 192 * 64);
+        assert_eq!(expected.iter().sum::<usize>(), 192 * one.len());
+        // Only the first read waited for an on-demand DMA read; every later window had
+        // been read in the background while the previous one was consumed.
+        assert_eq!(log.segments.borrow().len(), 1);
+        assert_eq!(segment.demand_reads.get(), 2);
+        log.close().await.unwrap();
+    });
+}
