@@ -12,14 +12,14 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use futures_lite::{future, AsyncReadExt, AsyncWriteExt};
+use futures_lite::{future, AsyncReadExt};
 use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
 use glommio::net::TcpStream;
 use kafka_protocol::messages::{ApiKey, ResponseHeader, ResponseKind};
 use kafka_protocol::protocol::Encodable;
 
 use super::segments::Segments;
-use super::split::Half;
+use super::split::{write_all_parts, Half};
 use crate::handlers::{self, Ctx, Dispatched, Outcome};
 use crate::protocol::frame::{check_frame_length, decode_request};
 use crate::shard::Shard;
@@ -258,11 +258,9 @@ async fn write_one(
             return false;
         }
     };
-    for segment in frame {
-        if let Err(e) = writer.write_all(&segment).await {
-            tracing::debug!(?peer, error = %e, "write failed");
-            return false;
-        }
+    if let Err(e) = write_all_parts(writer, &frame).await {
+        tracing::debug!(?peer, error = %e, "write failed");
+        return false;
     }
     true
 }
