@@ -30,8 +30,7 @@ fn insert(c: &mut Criterion) {
             b.iter(|| {
                 let k = i % n;
                 i += 1;
-                let (buf, alloc) = cache.copy_in(ids[k], &src);
-                let data = buf.freeze();
+                let (data, alloc) = cache.copy_in(ids[k], &src, |_| {});
                 let base = next[k];
                 next[k] += 16;
                 cache.insert(
@@ -50,13 +49,8 @@ fn read(c: &mut Criterion) {
     let id = cache.register();
     let n = 8192i64;
     for k in 0..n {
-        let (buf, alloc) = cache.copy_in(id, &src);
-        let b = CachedBatch {
-            base_offset: k * 16,
-            last_offset: k * 16 + 15,
-            data: buf.freeze(),
-            alloc,
-        };
+        let (data, alloc) = cache.copy_in(id, &src, |_| {});
+        let b = CachedBatch { base_offset: k * 16, last_offset: k * 16 + 15, data, alloc };
         cache.insert(id, b);
     }
     let mut g = c.benchmark_group("cache_read");

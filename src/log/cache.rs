@@ -21,14 +21,18 @@
 //! `used() <= budget()` after every call (a batch larger than the budget, or than the
 //! partition cap, is not cached). Memory not counted (the overhead): the unused tail of
 //! each partition's current append arena (see [`ShardCache::copy_in`], at most
-//! [`ShardCache::arena_bytes`] per partition) and parts of arenas or disk-read buffers
-//! kept alive by a batch still cached while their other batches were evicted.
+//! [`ShardCache::arena_bytes`] per partition), parts of arenas kept alive by a batch
+//! still cached while their other batches were evicted, and the idle arenas the pool
+//! keeps for reuse (at most [`IDLE_ARENAS`]; see [`super::arena`]).
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;
+use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
+
+use super::arena::{Arena, ArenaPool};
 
 use crate::protocol::batch::BatchIter;
 
@@ -38,6 +42,9 @@ use crate::protocol::batch::BatchIter;
 pub const MAX_ARENA_BYTES: usize = 4 << 20;
 /// Smallest append arena, bytes.
 pub const MIN_ARENA_BYTES: usize = 64 << 10;
+/// Idle arena buffers a shard keeps for reuse (uncounted overhead: at most this many
+/// times [`MAX_ARENA_BYTES`]).
+pub const IDLE_ARENAS: usize = 16;
 
 /// A read whose batches are not all adjacent in memory is cut at the first break (and
 /// stays zero-copy) only if the part before it is at least this long and at least half;
@@ -71,9 +78,8 @@ struct PartCache {
     bytes: usize,
     /// Tick of the last insert or read (key in the LRU set while `bytes > 0`).
     last_used: u64,
-    /// The unused rest of the current append arena and its allocation tag.
-    arena: BytesMut,
-    arena_tag: u64,
+    /// The current append arena (its unused rest takes the next batches).
+    arena: Option<Arena>,
 }
 
 /// Byte-budgeted batch cache of one shard; see the module doc. Lives on one shard.
@@ -88,6 +94,8 @@ pub struct ShardCache {
     parts: HashMap<PartitionId, PartCache>,
     /// (last used tick, partition) of every partition holding bytes, oldest first.
     lru: BTreeSet<(u64, PartitionId)>,
+    /// Where arenas come from and go back to.
+    pool: Arc<ArenaPool>,
 }
 
 impl ShardCache {
@@ -103,6 +111,7 @@ impl ShardCache {
             next_tag: 1,
             parts: HashMap::new(),
             lru: BTreeSet::new(),
+            pool: ArenaPool::new(IDLE_ARENAS),
         }
     }
 
@@ -166,26 +175,48 @@ impl ShardCache {
     }
 
     /// Copies a batch being appended to partition `id` into the partition's append
-    /// arena, so consecutive batches are adjacent in memory, and returns the copy (to be
-    /// modified, frozen and passed to [`ShardCache::insert`]) with its allocation tag.
-    /// With caching disabled this is a plain copy (tag 0).
-    pub fn copy_in(&mut self, id: PartitionId, src: &[u8]) -> (BytesMut, u64) {
+    /// arena, so consecutive batches are adjacent in memory, lets `edit` change the copy
+    /// (assign offsets), and returns it (to be passed to [`ShardCache::insert`]) with its
+    /// allocation tag. Arenas come from the shard's [`ArenaPool`]. With caching disabled,
+    /// or for a batch larger than half an arena, this is a plain copy (tag 0).
+    pub fn copy_in(
+        &mut self,
+        id: PartitionId,
+        src: &[u8],
+        edit: impl FnOnce(&mut [u8]),
+    ) -> (Bytes, u64) {
         let arena_bytes = self.arena_bytes();
-        if self.budget == 0 || src.len() > arena_bytes / 2 || src.len() > self.partition_cap {
-            return (BytesMut::from(src), 0);
+        let plain = |edit: &mut dyn FnMut(&mut [u8])| {
+            let mut copy = BytesMut::from(src);
+            edit(&mut copy);
+            (copy.freeze(), 0)
+        };
+        let mut edit = Some(edit);
+        let mut run = |b: &mut [u8]| {
+            if let Some(e) = edit.take() {
+                e(b)
+            }
+        };
+        if self.budget == 0
+            || src.len() > arena_bytes / 2
+            || src.len() > self.partition_cap
+            || !self.parts.contains_key(&id)
+        {
+            return plain(&mut run);
         }
         let fresh = self.tag();
-        let Some(p) = self.parts.get_mut(&id) else {
-            return (BytesMut::from(src), 0);
-        };
-        if p.arena.capacity() - p.arena.len() < src.len() {
-            p.arena = BytesMut::with_capacity(arena_bytes);
-            advise_huge_pages(&mut p.arena);
-            p.arena_tag = fresh;
+        let pool = self.pool.clone();
+        let p = self.parts.get_mut(&id).expect("checked above");
+        if p.arena.as_ref().is_none_or(|a| a.room() < src.len()) {
+            p.arena = Some(pool.arena(arena_bytes, fresh));
         }
-        // Capacity was checked: this never reallocates, so the tag stays true.
-        p.arena.extend_from_slice(src);
-        (p.arena.split(), p.arena_tag)
+        let arena = p.arena.as_mut().expect("set above");
+        (arena.push(src, run), arena.tag())
+    }
+
+    /// Idle arena buffers the shard's pool holds (at most [`IDLE_ARENAS`]).
+    pub fn idle_arenas(&self) -> usize {
+        self.pool.idle()
     }
 
     fn touch(&mut self, id: PartitionId) {
@@ -257,11 +288,11 @@ impl ShardCache {
                 let b = match cached {
                     Some(b) if b.data.len() == end - at => b.clone(),
                     _ => {
-                        let (copy, alloc) = self.copy_in(id, &data[at..end]);
+                        let (copy, alloc) = self.copy_in(id, &data[at..end], |_| {});
                         let b = CachedBatch {
                             base_offset: h.base_offset,
                             last_offset: h.last_offset(),
-                            data: copy.freeze(),
+                            data: copy,
                             alloc,
                         };
                         self.insert(id, b.clone());
@@ -321,25 +352,6 @@ impl ShardCache {
         self.touch(id);
         Some(result)
     }
-}
-
-/// Asks the kernel to back the 2 MiB-aligned part of a fresh arena's capacity with
-/// transparent huge pages: an arena is written once, front to back, so this turns 512
-/// page faults per 2 MiB into one. Only a hint (`MADV_HUGEPAGE`); errors are ignored.
-fn advise_huge_pages(arena: &mut BytesMut) {
-    const HUGE: usize = 2 << 20;
-    let start = arena.as_mut_ptr() as usize;
-    let end = start + arena.capacity();
-    let (a, b) = (start.next_multiple_of(HUGE), end / HUGE * HUGE);
-    if b <= a {
-        return;
-    }
-    let Some(addr) = std::ptr::NonNull::new(a as *mut std::ffi::c_void) else { return };
-    // SAFETY: [a, b) lies inside the arena's own allocation (its capacity, which nothing
-    // else uses); MADV_HUGEPAGE changes no contents and no mapping, only how future
-    // faults are served.
-    let _ =
-        unsafe { nix::sys::mman::madvise(addr, b - a, nix::sys::mman::MmapAdvise::MADV_HUGEPAGE) };
 }
 
 /// Several adjacent `Bytes` of one allocation seen as one slice; keeps them alive.
@@ -563,13 +575,36 @@ mod tests {
     }
 
     #[test]
+    fn evicted_arenas_are_reused() {
+        // 256 KiB budget, one partition: 32 KiB arenas (budget / 8), 16 KiB batches.
+        let mut c = ShardCache::new(256 << 10, usize::MAX);
+        let p = c.register();
+        assert_eq!(c.arena_bytes(), MIN_ARENA_BYTES);
+        let mut arenas = std::collections::HashSet::new();
+        let mut tags = std::collections::HashSet::new();
+        for i in 0..200i64 {
+            let (data, tag) = c.copy_in(p, &[i as u8; 16 << 10], |b| b[0] = 7);
+            assert_eq!((data[0], data[1]), (7, i as u8));
+            if tags.insert(tag) {
+                arenas.insert(data.as_ptr() as usize);
+            }
+            c.insert(p, CachedBatch { base_offset: i, last_offset: i, data, alloc: tag });
+            assert!(c.used() <= 256 << 10);
+        }
+        // 200 batches went through 50 arenas, all but the first few of them recycled
+        // buffers: the cache holds 4 arenas' worth, plus the one being filled.
+        assert_eq!(tags.len(), 50);
+        assert!(arenas.len() <= 6, "{} distinct arena buffers", arenas.len());
+        assert!(c.idle_arenas() <= IDLE_ARENAS);
+    }
+
+    #[test]
     fn arena_batches_join_without_copy() {
         let mut c = ShardCache::new(1 << 20, usize::MAX);
         let p = c.register();
         let mut ptrs = Vec::new();
         for i in 0..4 {
-            let (buf, tag) = c.copy_in(p, &[i as u8; 1000]);
-            let data = buf.freeze();
+            let (data, tag) = c.copy_in(p, &[i as u8; 1000], |_| {});
             ptrs.push(data.as_ptr());
             c.insert(p, CachedBatch { base_offset: i, last_offset: i, data, alloc: tag });
         }
@@ -599,11 +634,8 @@ mod tests {
         let p = c.register();
         // Two adjacent arena batches, then one in its own allocation.
         for i in 0..2 {
-            let (buf, tag) = c.copy_in(p, &[i as u8; 40_000]);
-            c.insert(
-                p,
-                CachedBatch { base_offset: i, last_offset: i, data: buf.freeze(), alloc: tag },
-            );
+            let (data, tag) = c.copy_in(p, &[i as u8; 40_000], |_| {});
+            c.insert(p, CachedBatch { base_offset: i, last_offset: i, data, alloc: tag });
         }
         c.insert(p, cb(2, 1, 50_000));
         let r = c.read(p, 0, 1 << 20, 100).unwrap();

@@ -18,6 +18,7 @@
 //! position u32), `.timeindex` (max timestamp i64 -> relative offset u32), and
 //! `producer.snapshot` (idempotent producer state, written at roll and close).
 
+pub mod arena;
 pub mod cache;
 pub mod index;
 pub mod producer_state;
@@ -281,17 +282,15 @@ impl PartitionLog {
                 },
                 SeqCheck::Append => {
                     let size = h.total_size();
-                    let (mut buf, alloc) =
-                        self.cache.borrow_mut().copy_in(self.cache_id, &batch[..size]);
                     let base = st.leo;
-                    batch::set_base_offset(&mut buf, base);
-                    let lat = if self.config.log_append_time {
-                        batch::set_log_append_time(&mut buf, now_ms);
-                        now_ms
-                    } else {
-                        -1
-                    };
-                    let data = buf.freeze();
+                    let lat = if self.config.log_append_time { now_ms } else { -1 };
+                    let (data, alloc) =
+                        self.cache.borrow_mut().copy_in(self.cache_id, &batch[..size], |buf| {
+                            batch::set_base_offset(buf, base);
+                            if lat >= 0 {
+                                batch::set_log_append_time(buf, lat);
+                            }
+                        });
                     let mut hdr = h;
                     hdr.base_offset = base;
                     if lat >= 0 {

@@ -188,22 +188,27 @@ async fn read_loop(
 }
 
 /// Reads until `buf` holds at least `want` bytes; false on EOF or error.
+///
+/// The buffer grows (and is zero-filled) by one chunk at a time, and each chunk is
+/// zeroed once however many reads it takes to fill it.
 async fn fill(reader: &mut Half, buf: &mut BytesMut, want: usize) -> bool {
-    while buf.len() < want {
-        let len = buf.len();
-        // Grow with the bytes that arrive, not with the declared frame size: a client
-        // that announces 100 MiB and sends nothing costs one chunk, not 100 MiB.
-        let chunk = (want - len).clamp(READ_CHUNK, MAX_GROWTH);
-        buf.reserve(chunk);
-        buf.resize(len + chunk, 0);
-        match reader.read(&mut buf[len..]).await {
+    let mut filled = buf.len();
+    while filled < want {
+        if filled == buf.len() {
+            // Grow with the bytes that arrive, not with the declared frame size: a client
+            // that announces 100 MiB and sends nothing costs one chunk, not 100 MiB.
+            let chunk = (want - filled).clamp(READ_CHUNK, MAX_GROWTH);
+            buf.resize(filled + chunk, 0);
+        }
+        match reader.read(&mut buf[filled..]).await {
             Ok(0) | Err(_) => {
-                buf.truncate(len);
+                buf.truncate(filled);
                 return false;
             }
-            Ok(n) => buf.truncate(len + n),
+            Ok(n) => filled += n,
         }
     }
+    buf.truncate(filled);
     true
 }
 
