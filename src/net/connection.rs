@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use futures_lite::{future, AsyncReadExt};
+use futures_lite::future;
 use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
 use glommio::net::TcpStream;
 use kafka_protocol::messages::{ApiKey, ResponseHeader, ResponseKind};
@@ -187,28 +187,18 @@ async fn read_loop(
     }
 }
 
-/// Reads until `buf` holds at least `want` bytes; false on EOF or error.
-///
-/// The buffer grows (and is zero-filled) by one chunk at a time, and each chunk is
-/// zeroed once however many reads it takes to fill it.
+/// Reads until `buf` holds at least `want` bytes; false on EOF or error. Reads go into
+/// the buffer's spare capacity, which is never zero-filled.
 async fn fill(reader: &mut Half, buf: &mut BytesMut, want: usize) -> bool {
-    let mut filled = buf.len();
-    while filled < want {
-        if filled == buf.len() {
-            // Grow with the bytes that arrive, not with the declared frame size: a client
-            // that announces 100 MiB and sends nothing costs one chunk, not 100 MiB.
-            let chunk = (want - filled).clamp(READ_CHUNK, MAX_GROWTH);
-            buf.resize(filled + chunk, 0);
-        }
-        match reader.read(&mut buf[filled..]).await {
-            Ok(0) | Err(_) => {
-                buf.truncate(filled);
-                return false;
-            }
-            Ok(n) => filled += n,
+    while buf.len() < want {
+        // Grow with the bytes that arrive, not with the declared frame size: a client
+        // that announces 100 MiB and sends nothing costs one chunk, not 100 MiB.
+        let chunk = (want - buf.len()).clamp(READ_CHUNK, MAX_GROWTH);
+        match reader.read_into(buf, chunk).await {
+            Ok(0) | Err(_) => return false,
+            Ok(_) => {}
         }
     }
-    buf.truncate(filled);
     true
 }
 

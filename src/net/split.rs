@@ -29,6 +29,59 @@ impl AsyncRead for Half {
     }
 }
 
+impl Half {
+    /// Reads into `spare` (uninitialised memory, e.g. a `BytesMut`'s spare capacity) and
+    /// returns how many bytes were written to its front, 0 at end of stream. One
+    /// non-blocking `recv` straight into the buffer, so nothing has to be zero-filled
+    /// first; when no data is ready, glommio's `poll_read` of one byte waits for it.
+    pub fn poll_read_uninit(
+        &mut self,
+        cx: &mut Context<'_>,
+        spare: &mut [std::mem::MaybeUninit<u8>],
+    ) -> Poll<io::Result<usize>> {
+        if spare.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        let mut s = self.0.borrow_mut();
+        let fd = s.as_raw_fd();
+        // SAFETY: `recv` writes at most `spare.len()` bytes into memory we hold exclusively
+        // (a `MaybeUninit` slice, which may be written through a raw pointer).
+        let n = unsafe {
+            nix::libc::recv(fd, spare.as_mut_ptr().cast(), spare.len(), nix::libc::MSG_DONTWAIT)
+        };
+        if n >= 0 {
+            return Poll::Ready(Ok(n as usize));
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::WouldBlock {
+            return Poll::Ready(Err(e));
+        }
+        let mut one = [0u8; 1];
+        match Pin::new(&mut *s).poll_read(cx, &mut one) {
+            Poll::Ready(Ok(1)) => {
+                spare[0].write(one[0]);
+                Poll::Ready(Ok(1))
+            }
+            other => other,
+        }
+    }
+
+    /// Appends what one read returns to `buf`, growing it by up to `chunk` bytes of spare
+    /// capacity first; returns the bytes read (0 at end of stream).
+    pub async fn read_into(
+        &mut self,
+        buf: &mut bytes::BytesMut,
+        chunk: usize,
+    ) -> io::Result<usize> {
+        buf.reserve(chunk);
+        let n =
+            std::future::poll_fn(|cx| self.poll_read_uninit(cx, buf.spare_capacity_mut())).await?;
+        // SAFETY: `poll_read_uninit` initialised the first `n` bytes of the spare capacity.
+        unsafe { buf.set_len(buf.len() + n) };
+        Ok(n)
+    }
+}
+
 impl AsyncWrite for Half {
     fn poll_write(
         self: Pin<&mut Self>,
@@ -98,6 +151,44 @@ mod tests {
     use super::*;
     use futures_lite::AsyncReadExt;
     use glommio::net::TcpListener;
+
+    /// Reads into spare capacity see every byte in order, including data that arrives
+    /// only after the reader started waiting, and report the end of the stream as 0.
+    #[test]
+    fn read_into_appends_what_arrives_then_zero_at_end() {
+        glommio::LocalExecutorBuilder::default()
+            .spawn(|| async move {
+                let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+                let addr = listener.local_addr().unwrap();
+                let sent: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+                let to_send = sent.clone();
+                let writer = glommio::spawn_local(async move {
+                    let mut conn = listener.accept().await.unwrap();
+                    for piece in to_send.chunks(70_000) {
+                        glommio::timer::sleep(std::time::Duration::from_millis(5)).await;
+                        futures_lite::AsyncWriteExt::write_all(&mut conn, piece).await.unwrap();
+                    }
+                    conn.shutdown(std::net::Shutdown::Write).await.unwrap();
+                });
+                let stream = TcpStream::connect(addr).await.unwrap();
+                let mut half = Half(Rc::new(RefCell::new(stream)));
+                let mut buf = bytes::BytesMut::new();
+                loop {
+                    let before = buf.len();
+                    let n = half.read_into(&mut buf, 64 << 10).await.unwrap();
+                    assert_eq!(buf.len(), before + n);
+                    if n == 0 {
+                        break;
+                    }
+                }
+                writer.await;
+                assert_eq!(buf.len(), sent.len());
+                assert!(buf[..] == sent[..], "bytes differ");
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    }
 
     /// Parts of every size, more than one `sendmsg` takes, and more bytes than the socket
     /// buffers hold (so the full-socket fallback runs), arrive whole and in order.
