@@ -10,13 +10,29 @@ use crate::error::ResponseError;
 
 pub const VERSIONS: Versions = Versions { min: 0, max: 4 };
 
+/// The lowest version advertised for `key`: the lowest served, except for Produce.
+///
+/// Produce is advertised from v0 although v0-2 requests are refused (the connection is
+/// closed, as for any unsupported version), as Apache Kafka 4.x does (KAFKA-18659):
+/// librdkafka before 2.10 and every client built on it (kcat, confluent-kafka) decide
+/// from ApiVersions whether the broker takes compressed batches by checking that
+/// Produce v0 is listed, and without it silently send every batch uncompressed. Clients
+/// pick the highest version both sides know, so no client sends v0-2 because of it.
+fn advertised_min(key: ApiKey, served: Versions) -> i16 {
+    if key == ApiKey::Produce {
+        0
+    } else {
+        served.min
+    }
+}
+
 fn table() -> Vec<ApiVersion> {
     REGISTRY
         .iter()
         .map(|(key, v)| {
             ApiVersion::default()
                 .with_api_key(*key as i16)
-                .with_min_version(v.min)
+                .with_min_version(advertised_min(*key, *v))
                 .with_max_version(v.max)
         })
         .collect()
@@ -56,6 +72,22 @@ mod tests {
         assert_eq!(keys.len(), REGISTRY.len());
         let av = t.iter().find(|a| a.api_key == 18).unwrap();
         assert_eq!((av.min_version, av.max_version), (0, 4));
+        // Every API is advertised with the range it serves, except Produce (KAFKA-18659).
+        for a in &t {
+            let key = ApiKey::try_from(a.api_key).unwrap();
+            let served = REGISTRY.iter().find(|(k, _)| *k == key).unwrap().1;
+            let min = if key == ApiKey::Produce { 0 } else { served.min };
+            assert_eq!((a.min_version, a.max_version), (min, served.max), "{key:?}");
+        }
+    }
+
+    #[test]
+    fn produce_is_advertised_from_v0_but_served_from_v3() {
+        let t = table();
+        let produce = t.iter().find(|a| a.api_key == ApiKey::Produce as i16).unwrap();
+        assert_eq!((produce.min_version, produce.max_version), (0, 13));
+        assert!(!super::super::produce::VERSIONS.contains(2));
+        assert!(super::super::produce::VERSIONS.contains(3));
     }
 
     #[test]

@@ -1,6 +1,6 @@
-//! The API table against a real one-shard broker state: every advertised version of
-//! every advertised API is dispatched (not refused), answered, and its response
-//! encodes; what is not advertised is refused.
+//! The API table against a real one-shard broker state: every served version of every
+//! API is dispatched (not refused), answered, and its response encodes; what is not
+//! served is refused (including Produce v0-2, which ApiVersions lists, KAFKA-18659).
 
 use std::time::Duration;
 
@@ -90,6 +90,21 @@ fn versions_outside_the_table_are_refused_except_api_versions() {
             Err(Refusal::UnsupportedVersion { api: ApiKey::Metadata, version: 14 }) => {}
             Err(other) => panic!("unexpected refusal {other:?}"),
             Ok(_) => panic!("Metadata v14 was served"),
+        }
+
+        // Produce v0-2 are advertised (KAFKA-18659, see `api_versions`) but refused.
+        for version in 0..=2 {
+            // kafka-protocol cannot encode v0-2: encode v3, relabel the header.
+            let mut request =
+                frame(ApiKey::Produce, 3, 1, &default_request(ApiKey::Produce).unwrap());
+            request.api_version = version;
+            match dispatch(&ctx(&shard, version), request).await {
+                Err(Refusal::UnsupportedVersion { api: ApiKey::Produce, version: v }) => {
+                    assert_eq!(v, version)
+                }
+                Err(other) => panic!("unexpected refusal {other:?}"),
+                Ok(_) => panic!("Produce v{version} was served"),
+            }
         }
 
         // KIP-511: ApiVersions v5 (unknown here) is answered in v0 with error 35.

@@ -122,3 +122,22 @@ def test_kcat_roundtrip_with_empty_lines(broker, tmp_path):
     broker.restart()
     out = kcat_consume(broker.bootstrap, "text")
     assert out == expected, "after restart: " + first_difference(out, expected)
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_kcat_really_compresses(broker, tmp_path, codec):
+    """Old librdkafka (kcat from Debian) only compresses when ApiVersions lists Produce v0
+    (KAFKA-18659); otherwise it logs "Broker does not support compression type" and
+    sends every batch uncompressed, which the round trip above cannot see."""
+    path = tmp_path / "input.txt"
+    path.write_bytes(b"hello shardlog compression\n" * 800)
+    args = [KCAT, "-P", "-b", broker.bootstrap, "-t", "z", "-p", "0", "-X", "acks=all",
+            "-z", codec, "-d", "msg"]
+    with open(path, "rb") as f:
+        r = subprocess.run(args, stdin=f, capture_output=True, timeout=120)
+    log = r.stderr.decode(errors="replace")
+    assert r.returncode == 0, log
+    assert "does not support compression" not in log, log
+    sent = [l for l in log.splitlines() if "Produce MessageSet" in l]
+    assert sent and all(l.rstrip().endswith(f", {codec})") for l in sent), "\n".join(sent)
+    assert kcat_consume(broker.bootstrap, "z") == path.read_bytes()
