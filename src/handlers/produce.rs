@@ -95,7 +95,8 @@ type ShardResults = Vec<KafkaResult<Appended>>;
 /// Validates and starts the appends of a Produce request. Per partition:
 /// UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID, CORRUPT_MESSAGE (bad CRC or a
 /// truncated batch), UNSUPPORTED_FOR_MESSAGE_FORMAT (magic < 2), MESSAGE_TOO_LARGE
-/// (batch above the topic's `max.message.bytes`), INVALID_TIMESTAMP, INVALID_RECORD,
+/// (batch above the topic's `max.message.bytes`), RECORD_LIST_TOO_LARGE (above its
+/// `segment.bytes`), INVALID_TIMESTAMP, INVALID_RECORD (also: not exactly one batch),
 /// INVALID_TXN_STATE (transactional batches: transactions are not implemented),
 /// INVALID_REQUIRED_ACKS, and the owner's OUT_OF_ORDER_SEQUENCE_NUMBER /
 /// INVALID_PRODUCER_EPOCH / KAFKA_STORAGE_ERROR.
@@ -164,9 +165,12 @@ async fn start(
     else {
         return Pending::Done(ResponseError::UnknownTopicOrPartition, None);
     };
-    let max_message_bytes =
-        EffectiveTopicConfig::resolve(&meta.configs, &ctx.shard.config).max_message_bytes;
-    let batches = match validate(&records, max_message_bytes, now) {
+    let config = EffectiveTopicConfig::resolve(&meta.configs, &ctx.shard.config);
+    let limits = Limits {
+        max_message_bytes: config.max_message_bytes,
+        segment_bytes: config.segment_bytes,
+    };
+    let batches = match validate(&records, ctx.api_version, limits, now) {
         Ok(batches) => batches,
         Err((error, message)) => return Pending::Done(error, Some(message)),
     };
@@ -185,15 +189,50 @@ async fn start(
     Pending::Appending(replies)
 }
 
-/// Splits a partition's `records` into its batches after checking each one.
+/// The topic settings a produced batch is checked against.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    /// Largest batch, bytes (`max.message.bytes`): MESSAGE_TOO_LARGE above it.
+    max_message_bytes: i32,
+    /// Segment size, bytes (`segment.bytes`): RECORD_LIST_TOO_LARGE above it.
+    segment_bytes: u64,
+}
+
+/// Checks a partition's `records` (Produce `version`) and returns its one batch (in a
+/// `Vec` for the append path). As Kafka's broker does: exactly one record batch per
+/// partition (INVALID_RECORD otherwise, as Produce v3+ requires), magic 2
+/// (UNSUPPORTED_FOR_MESSAGE_FORMAT), a whole batch with a matching CRC (CORRUPT_MESSAGE),
+/// at most `max.message.bytes` (MESSAGE_TOO_LARGE) and at most `segment.bytes`
+/// (RECORD_LIST_TOO_LARGE), consistent offsets and count (INVALID_RECORD), not
+/// transactional (INVALID_TXN_STATE, until transactions exist), and a timestamp not too
+/// far ahead of the broker's clock (INVALID_TIMESTAMP).
 fn validate(
     records: &Bytes,
-    max_message_bytes: i32,
+    version: i16,
+    limits: Limits,
     now: i64,
 ) -> Result<Vec<Bytes>, (ResponseError, String)> {
-    if records.is_empty() {
-        return Err((ResponseError::InvalidRecord, "Produce request has no record batch".into()));
+    let mut iter = BatchIter::new(records);
+    let first = iter.next();
+    if first.is_none() {
+        return Err((
+            ResponseError::InvalidRecord,
+            format!(
+                "Produce requests with version {version} must have at least one record batch \
+                 per partition"
+            ),
+        ));
     }
+    if let Some(Ok(_)) = iter.next() {
+        return Err((
+            ResponseError::InvalidRecord,
+            format!(
+                "Produce requests with version {version} are only allowed to contain exactly \
+                 one record batch per partition"
+            ),
+        ));
+    }
+    let max_message_bytes = limits.max_message_bytes;
     let mut batches = Vec::with_capacity(1);
     for item in BatchIter::new(records) {
         let (at, header) = item.map_err(|e| match e {
@@ -210,6 +249,15 @@ fn validate(
                 format!(
                     "The record batch is {size} bytes, larger than the maximum allowed \
                      ({max_message_bytes})"
+                ),
+            ));
+        }
+        if size as u64 > limits.segment_bytes {
+            return Err((
+                ResponseError::RecordListTooLarge,
+                format!(
+                    "The record batch is {size} bytes, larger than the segment size ({})",
+                    limits.segment_bytes
                 ),
             ));
         }
@@ -322,4 +370,61 @@ async fn appended(replies: Vec<oneshot::Receiver<KafkaResult<Appended>>>) -> Kaf
     }
     // `validate` never yields an empty batch list.
     first.ok_or(ResponseError::UnknownServerError)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::batch::testing::{build_batch, BatchSpec};
+
+    const LIMITS: Limits = Limits { max_message_bytes: 1 << 20, segment_bytes: 1 << 30 };
+
+    fn one(records: usize, value_len: usize) -> Vec<u8> {
+        build_batch(&BatchSpec { records, value_len, ..Default::default() })
+    }
+
+    fn error(records: Vec<u8>, limits: Limits) -> (ResponseError, String) {
+        validate(&Bytes::from(records), 9, limits, now_ms()).expect_err("refused")
+    }
+
+    #[test]
+    fn one_batch_is_accepted() {
+        let batch = one(3, 10);
+        let got = validate(&Bytes::from(batch.clone()), 9, LIMITS, now_ms()).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(&got[0][..], &batch[..]);
+    }
+
+    #[test]
+    fn two_batches_for_one_partition_are_invalid_record() {
+        let mut records = one(3, 10);
+        records.extend_from_slice(&one(2, 10));
+        let (e, message) = error(records, LIMITS);
+        assert_eq!(e, ResponseError::InvalidRecord);
+        assert_eq!(e.code(), 87);
+        assert_eq!(
+            message,
+            "Produce requests with version 9 are only allowed to contain exactly one record \
+             batch per partition"
+        );
+    }
+
+    #[test]
+    fn no_batch_is_invalid_record() {
+        let (e, _) = error(Vec::new(), LIMITS);
+        assert_eq!(e.code(), 87);
+    }
+
+    #[test]
+    fn a_batch_larger_than_the_segment_is_record_list_too_large() {
+        let batch = one(4, 1000);
+        let small_segment = Limits { segment_bytes: batch.len() as u64 - 1, ..LIMITS };
+        let (e, _) = error(batch.clone(), small_segment);
+        assert_eq!((e, e.code()), (ResponseError::RecordListTooLarge, 18));
+        // Exactly the segment size fits; max.message.bytes is checked first.
+        let exact = Limits { segment_bytes: batch.len() as u64, ..LIMITS };
+        assert!(validate(&Bytes::from(batch.clone()), 9, exact, now_ms()).is_ok());
+        let both = Limits { max_message_bytes: 100, segment_bytes: 100 };
+        assert_eq!(error(batch, both).0.code(), 10);
+    }
 }
