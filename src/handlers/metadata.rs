@@ -31,8 +31,10 @@ pub async fn handle(ctx: &Ctx, request: MetadataRequest) -> Outcome<MetadataResp
         None => true,
         Some(t) => t.is_empty() && v == 0,
     };
-    let allow_create =
-        ctx.shard.config.auto_create_topics && (v < 4 || request.allow_auto_topic_creation);
+    // Naming topics by id turns auto-creation off: names are then ignored (Kafka).
+    let allow_create = ctx.shard.config.auto_create_topics
+        && (v < 4 || request.allow_auto_topic_creation)
+        && !by_id(v, &request);
     let creating = if !all && allow_create { auto_create(ctx, &request).await } else { None };
     let shard = ctx.shard.clone();
     let Some(created) = creating else {
@@ -83,12 +85,31 @@ async fn auto_create(
     )
 }
 
+/// True when topics are named by id (v12+, at least one non-zero topic id): as in
+/// Kafka, only the ids count then, and the names that come with them (empty or null
+/// from the Java Admin's `describeTopics(TopicCollection.ofTopicIds(..))`) are ignored.
+fn by_id(v: i16, request: &MetadataRequest) -> bool {
+    v >= 12 && request.topics.iter().flatten().any(|t| !t.topic_id.is_nil())
+}
+
 /// The response from this shard's catalog as it is now.
 fn answer(shard: &Rc<Shard>, v: i16, request: &MetadataRequest, all: bool) -> MetadataResponse {
     let catalog = shard.catalog();
     let node = BrokerId(shard.config.node_id);
     let topics: Vec<MetadataResponseTopic> = if all {
         catalog.topics.values().map(|t| describe(v, node, t)).collect()
+    } else if by_id(v, request) {
+        let mut seen = BTreeSet::new();
+        request
+            .topics
+            .iter()
+            .flatten()
+            .filter(|t| !t.topic_id.is_nil() && seen.insert(t.topic_id))
+            .map(|t| match catalog.topic_by_id(t.topic_id) {
+                Some(meta) => describe(v, node, meta),
+                None => missing(v, None, t.topic_id, ResponseError::UnknownTopicId),
+            })
+            .collect()
     } else {
         request
             .topics

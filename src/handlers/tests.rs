@@ -185,3 +185,47 @@ fn catalog_changes_are_serial_so_pipelined_requests_see_them() {
         assert!(matches!(d, Ok(Dispatched { outcome: Outcome::Ready(_), .. })));
     });
 }
+
+#[test]
+fn metadata_by_topic_id_ignores_the_name_that_comes_with_it() {
+    use kafka_protocol::messages::create_topics_request::CreatableTopic;
+    use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+    use kafka_protocol::messages::{CreateTopicsRequest, MetadataRequest, TopicName};
+    with_shard(|shard| async move {
+        let name = |s: &'static str| TopicName(StrBytes::from_static_str(s));
+        let create = RequestKind::CreateTopics(CreateTopicsRequest::default().with_topics(vec![
+            CreatableTopic::default()
+                .with_name(name("by-id"))
+                .with_num_partitions(2)
+                .with_replication_factor(1),
+        ]));
+        let Ok(Dispatched { outcome: Outcome::Serial(created), .. }) =
+            dispatch(&ctx(&shard, 7), frame(ApiKey::CreateTopics, 7, 1, &create)).await
+        else {
+            panic!("CreateTopics is not serial");
+        };
+        assert!(created.await.is_some());
+        let id = shard.catalog().topic("by-id").expect("created").id;
+        let unknown = uuid::Uuid::from_u128(42);
+        // What the Java Admin sends for describeTopics(TopicCollection.ofTopicIds(..)):
+        // an empty name (or null) beside the id; plus an unknown id.
+        let request = MetadataRequest::default().with_topics(Some(vec![
+            MetadataRequestTopic::default().with_topic_id(id).with_name(Some(name(""))),
+            MetadataRequestTopic::default().with_topic_id(unknown).with_name(None),
+            MetadataRequestTopic::default().with_topic_id(id).with_name(Some(name("other"))),
+        ]));
+        let body = RequestKind::Metadata(request);
+        let d = dispatch(&ctx(&shard, 13), frame(ApiKey::Metadata, 13, 2, &body)).await;
+        let Ok(Dispatched { outcome: Outcome::Ready(ResponseKind::Metadata(r)), .. }) = d else {
+            panic!("Metadata by id was not answered at once (no auto-creation by id)");
+        };
+        assert_eq!(r.topics.len(), 2, "each id once");
+        assert_eq!(r.topics[0].error_code, 0);
+        assert_eq!(r.topics[0].topic_id, id);
+        assert_eq!(r.topics[0].name.as_ref().map(|n| n.as_str()), Some("by-id"));
+        assert_eq!(r.topics[0].partitions.len(), 2);
+        assert_eq!(r.topics[1].error_code, crate::error::ResponseError::UnknownTopicId.code());
+        assert_eq!(r.topics[1].topic_id, unknown);
+        assert!(shard.catalog().topic("other").is_none(), "names beside ids are not created");
+    });
+}
