@@ -1,7 +1,12 @@
 //! InitProducerId (key 22) for idempotent producers (KIP-98): a new producer id
 //! with epoch 0. Transactions are not implemented yet: a request with a
-//! transactional id gets COORDINATOR_NOT_AVAILABLE (15), as from a Kafka broker
-//! whose transaction coordinator is not available.
+//! transactional id gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53), the one error
+//! that both the Java producer (`initTransactions` throws
+//! `TransactionalIdAuthorizationException`) and librdkafka (a fatal error) give up on
+//! at once. COORDINATOR_NOT_AVAILABLE, answered before, is retried forever (Kafka
+//! Streams exactly_once_v2 then sits in REBALANCING with no error), and
+//! UNSUPPORTED_VERSION is retried every 500 ms by librdkafka. InitProducerId has no
+//! error message field: the broker logs why, with the transactional id.
 
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
@@ -14,11 +19,17 @@ pub const VERSIONS: Versions = Versions { min: 0, max: 5 };
 /// Allocates a producer id on the control shard (ids survive restarts: see
 /// `shard::control`). A request that bumps an existing id's epoch (KIP-360,
 /// `producer_id` >= 0) gets that id with the next epoch. Errors:
-/// COORDINATOR_NOT_AVAILABLE (transactional id), KAFKA_STORAGE_ERROR (the id block
-/// could not be reserved on disk).
+/// TRANSACTIONAL_ID_AUTHORIZATION_FAILED (transactional id: transactions are not
+/// implemented yet),
+/// KAFKA_STORAGE_ERROR (the id block could not be reserved on disk).
 pub async fn handle(ctx: &Ctx, request: InitProducerIdRequest) -> Outcome<InitProducerIdResponse> {
-    if request.transactional_id.is_some() {
-        return Outcome::Ready(failed(ResponseError::CoordinatorNotAvailable));
+    if let Some(id) = &request.transactional_id {
+        tracing::info!(
+            transactional_id = %id.as_str(),
+            client_id = %ctx.client_id,
+            "refusing InitProducerId: transactions are not supported by this broker yet"
+        );
+        return Outcome::Ready(failed(ResponseError::TransactionalIdAuthorizationFailed));
     }
     if request.producer_id.0 >= 0
         && request.producer_epoch >= 0

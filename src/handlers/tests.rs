@@ -229,3 +229,28 @@ fn metadata_by_topic_id_ignores_the_name_that_comes_with_it() {
         assert!(shard.catalog().topic("other").is_none(), "names beside ids are not created");
     });
 }
+
+#[test]
+fn transactional_init_producer_id_fails_without_retry() {
+    use kafka_protocol::messages::{InitProducerIdRequest, TransactionalId};
+    with_shard(|shard| async move {
+        for version in 0..=5 {
+            let body = RequestKind::InitProducerId(
+                InitProducerIdRequest::default()
+                    .with_transactional_id(Some(TransactionalId(StrBytes::from_static_str("tx"))))
+                    .with_transaction_timeout_ms(60_000),
+            );
+            let d =
+                dispatch(&ctx(&shard, version), frame(ApiKey::InitProducerId, version, 1, &body))
+                    .await;
+            let Ok(Dispatched { outcome: Outcome::Ready(ResponseKind::InitProducerId(r)), .. }) = d
+            else {
+                panic!("v{version}: no immediate answer");
+            };
+            // TRANSACTIONAL_ID_AUTHORIZATION_FAILED: given up at once by the Java producer
+            // and librdkafka, unlike COORDINATOR_NOT_AVAILABLE or UNSUPPORTED_VERSION.
+            assert_eq!(r.error_code, 53, "v{version}");
+            assert_eq!((r.producer_id.0, r.producer_epoch), (-1, -1));
+        }
+    });
+}

@@ -189,3 +189,21 @@ def test_unsupported_api_versions_version_gets_v0_answer(broker):
     assert apis == raw_api_versions(broker.bootstrap)
     assert 18 in apis and apis[18][0] == 0
     assert_broker_serves(broker)
+
+
+def test_transactional_producer_fails_at_once_until_transactions_exist(broker):
+    """Transactions are not implemented yet: a transactional producer must fail fast with a
+    non-retriable error, not retry COORDINATOR_NOT_AVAILABLE until its timeout."""
+    import time
+
+    import confluent_kafka as ck
+
+    p = ck.Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "tx-1"})
+    start = time.monotonic()
+    with pytest.raises(ck.KafkaException) as e:
+        p.init_transactions(30)
+    err = e.value.args[0]
+    assert err.code() == ck.KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    assert err.fatal() and not err.retriable()
+    assert time.monotonic() - start < 10
+    assert_broker_serves(broker)
