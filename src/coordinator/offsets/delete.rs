@@ -17,8 +17,11 @@ impl GroupCoordinator {
     /// An Empty group's offsets are deleted; a non-empty consumer group's only for topics
     /// it does not subscribe to (GROUP_SUBSCRIBED_TO_TOPIC otherwise; subscriptions are
     /// parsed from the members' ConsumerProtocolSubscription, unknown = subscribed).
-    /// Tombstones are persisted before the response; an Empty group left without offsets
-    /// is deleted. Top-level errors: INVALID_GROUP_ID, COORDINATOR_LOAD_IN_PROGRESS,
+    /// Tombstones are persisted before the response. An Empty group left without offsets
+    /// stays (DeleteGroups can still delete it, and DescribeGroups/ListGroups show it)
+    /// until the periodic cleanup removes it, as Kafka 4.x's group coordinator does
+    /// (`OffsetMetadataManager.deleteOffsets` writes only offset tombstones; the group goes
+    /// in `cleanupGroupMetadata`). Top-level errors: INVALID_GROUP_ID, COORDINATOR_LOAD_IN_PROGRESS,
     /// GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP (non-consumer group with members).
     pub fn offset_delete(
         &mut self,
@@ -42,12 +45,10 @@ impl GroupCoordinator {
                 },
             },
         };
-        let mut dead = false;
         match group {
             Err(e) => r.error_code = e.code(),
             Ok(g) => {
                 let empty = g.state() == GroupState::Empty;
-                let mut any_eligible = false;
                 for t in &req.topics {
                     let mut rt = OffsetDeleteResponseTopic::default();
                     rt.name = t.name.clone();
@@ -55,7 +56,6 @@ impl GroupCoordinator {
                     for p in &t.partitions {
                         let mut rp = OffsetDeleteResponsePartition::default();
                         rp.partition_index = p.partition_index;
-                        any_eligible |= !subscribed;
                         if subscribed {
                             rp.error_code = ResponseError::GroupSubscribedToTopic.code();
                         } else if g
@@ -73,11 +73,7 @@ impl GroupCoordinator {
                     }
                     r.topics.push(rt);
                 }
-                dead = any_eligible && g.maybe_mark_dead(&mut out);
             }
-        }
-        if dead {
-            self.remove_group(&group_id);
         }
         self.reschedule(&group_id);
         out.push(Output::Respond { token, response: ResponseKind::OffsetDelete(r) });

@@ -129,3 +129,48 @@ fn delete_groups_only_deletes_empty_groups() {
     assert_eq!(h.c.group_state("solo"), None);
     assert_eq!(h.c.group_state("g"), Some(GroupState::Stable));
 }
+
+#[test]
+fn deleting_the_last_offset_keeps_the_group_until_deleted_or_cleaned_up() {
+    use kafka_protocol::messages::offset_delete_request::{
+        OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
+    };
+    use kafka_protocol::messages::{OffsetDeleteRequest, TopicName};
+    let mut h = H::new();
+    let delete_offset = |h: &mut H, group: &str| {
+        let req = OffsetDeleteRequest::default().with_group_id(gid(group)).with_topics(vec![
+            OffsetDeleteRequestTopic::default().with_name(TopicName(s("t"))).with_partitions(vec![
+                OffsetDeleteRequestPartition::default().with_partition_index(0),
+            ]),
+        ]);
+        let out = h.c.offset_delete(1, 0, req, h.now);
+        let ResponseKind::OffsetDelete(r) = only_response(&out) else { panic!("{out:?}") };
+        assert_eq!((r.error_code, r.topics[0].partitions[0].error_code), (0, 0));
+        persisted(&out)
+    };
+    h.commit(8, "solo", "", -1, &[("t", 0, 1)]);
+    assert_eq!(
+        delete_offset(&mut h, "solo"),
+        vec![GroupRecord::OffsetTombstone {
+            group: "solo".into(),
+            topic: "t".into(),
+            partition: 0
+        }]
+    );
+    // Still there, Empty, and DeleteGroups deletes it (was GROUP_ID_NOT_FOUND).
+    assert_eq!(h.c.group_state("solo"), Some(GroupState::Empty));
+    let req = DeleteGroupsRequest::default().with_groups_names(vec![gid("solo")]);
+    let out = h.c.delete_groups(2, 2, req, h.now);
+    let ResponseKind::DeleteGroups(r) = only_response(&out) else { panic!() };
+    assert_eq!(r.results[0].error_code, 0);
+    assert_eq!(persisted(&out), vec![GroupRecord::GroupTombstone { group: "solo".into() }]);
+    assert_eq!(h.c.group_state("solo"), None);
+
+    // Left alone, the empty group goes at the next periodic cleanup.
+    h.commit(8, "left", "", -1, &[("t", 0, 1)]);
+    delete_offset(&mut h, "left");
+    let interval = CoordinatorConfig::default().offsets_retention_check_interval_ms;
+    let out = h.tick_at(h.now + interval + 1);
+    assert_eq!(persisted(&out), vec![GroupRecord::GroupTombstone { group: "left".into() }]);
+    assert_eq!(h.c.group_state("left"), None);
+}
