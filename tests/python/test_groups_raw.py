@@ -396,9 +396,11 @@ def test_offset_delete_delete_groups_list_groups(fast_broker):
         err, got = c.offset_fetch(group, {"od-t": [0]})
         assert err == NONE and got[("od-t", 0)][0] == -1, got
 
-        # as in Kafka (cleanupGroupMetadata), an Empty group whose last offset was deleted is
-        # Dead and gone; an Empty group that still has offsets is deleted by DeleteGroups
-        assert c.delete_groups([group, "g-od-simple"]) == {group: GROUP_ID_NOT_FOUND, "g-od-simple": NONE}
+        # as in Kafka 4.x, an Empty group whose last offset was deleted stays (until the
+        # periodic cleanup) and DeleteGroups deletes it, like an Empty group with offsets
+        assert c.describe_group(group)["state"] == "Empty"
+        assert group in c.list_groups()
+        assert c.delete_groups([group, "g-od-simple"]) == {group: NONE, "g-od-simple": NONE}
         groups = c.list_groups()
         assert group not in groups and "g-od-simple" not in groups, groups
         err, got = c.offset_fetch("g-od-simple", {"od-t": [1]})
