@@ -230,3 +230,35 @@ fn offset_delete_refuses_subscribed_topics_of_active_consumer_group() {
     };
     assert_eq!(r.error_code, ResponseError::GroupIdNotFound.code());
 }
+
+#[test]
+fn offsets_of_a_deleted_or_recreated_topic_are_deleted() {
+    use std::collections::HashMap;
+    let (t1, t2, t3) =
+        (uuid::Uuid::from_u128(1), uuid::Uuid::from_u128(2), uuid::Uuid::from_u128(3));
+    let catalog = |topics: &[(&str, uuid::Uuid)]| -> HashMap<String, (uuid::Uuid, i32)> {
+        topics.iter().map(|(n, id)| (n.to_string(), (*id, 2))).collect()
+    };
+    let mut h = H::new();
+    assert!(h.c.set_topic_metadata(catalog(&[("t", t1), ("u", t2), ("v", t3)]), h.now).is_empty());
+    h.commit(8, "g", "", -1, &[("t", 0, 5), ("t", 1, 6), ("u", 0, 7), ("v", 1, 9)]);
+    h.commit(8, "h", "", -1, &[("u", 1, 3)]);
+    // "t" deleted and created again (new id), "u" deleted, "v" unchanged.
+    let out = h.c.set_topic_metadata(catalog(&[("t", uuid::Uuid::from_u128(4)), ("v", t3)]), h.now);
+    let tomb = |g: &str, t: &str, p: i32| GroupRecord::OffsetTombstone {
+        group: g.into(),
+        topic: t.into(),
+        partition: p,
+    };
+    assert_eq!(
+        persisted(&out),
+        vec![tomb("g", "t", 0), tomb("g", "t", 1), tomb("g", "u", 0), tomb("h", "u", 1)]
+    );
+    assert_eq!(fetched(&h.fetch("g", None)), vec![("v".into(), 1, 9)]);
+    assert!(fetched(&h.fetch("h", None)).is_empty());
+    // Both groups are still there (Empty) until DeleteGroups or the periodic cleanup.
+    assert_eq!(h.c.group_state("h"), Some(GroupState::Empty));
+    // The same catalog again deletes nothing.
+    let out = h.c.set_topic_metadata(catalog(&[("t", uuid::Uuid::from_u128(4)), ("v", t3)]), h.now);
+    assert!(persisted(&out).is_empty());
+}
