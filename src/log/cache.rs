@@ -186,32 +186,27 @@ impl ShardCache {
         edit: impl FnOnce(&mut [u8]),
     ) -> (Bytes, u64) {
         let arena_bytes = self.arena_bytes();
-        let plain = |edit: &mut dyn FnMut(&mut [u8])| {
-            let mut copy = BytesMut::from(src);
-            edit(&mut copy);
-            (copy.freeze(), 0)
-        };
-        let mut edit = Some(edit);
-        let mut run = |b: &mut [u8]| {
-            if let Some(e) = edit.take() {
-                e(b)
+        let room = match self.parts.get(&id) {
+            Some(p)
+                if self.budget > 0
+                    && src.len() <= arena_bytes / 2
+                    && src.len() <= self.partition_cap =>
+            {
+                p.arena.as_ref().map_or(0, Arena::room)
+            }
+            _ => {
+                let mut copy = BytesMut::from(src);
+                edit(&mut copy);
+                return (copy.freeze(), 0);
             }
         };
-        if self.budget == 0
-            || src.len() > arena_bytes / 2
-            || src.len() > self.partition_cap
-            || !self.parts.contains_key(&id)
-        {
-            return plain(&mut run);
+        if room < src.len() {
+            let tag = self.tag();
+            let arena = self.pool.arena(arena_bytes, tag);
+            self.parts.get_mut(&id).expect("checked above").arena = Some(arena);
         }
-        let fresh = self.tag();
-        let pool = self.pool.clone();
-        let p = self.parts.get_mut(&id).expect("checked above");
-        if p.arena.as_ref().is_none_or(|a| a.room() < src.len()) {
-            p.arena = Some(pool.arena(arena_bytes, fresh));
-        }
-        let arena = p.arena.as_mut().expect("set above");
-        (arena.push(src, run), arena.tag())
+        let arena = self.parts.get_mut(&id).and_then(|p| p.arena.as_mut()).expect("set above");
+        (arena.push(src, edit), arena.tag())
     }
 
     /// Idle arena buffers the shard's pool holds (at most [`IDLE_ARENAS`]).
