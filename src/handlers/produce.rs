@@ -212,9 +212,15 @@ fn validate(
     limits: Limits,
     now: i64,
 ) -> Result<Vec<Bytes>, (ResponseError, String)> {
+    let batch_error = |e: BatchError| match e {
+        BatchError::UnsupportedMagic(m) => (
+            ResponseError::UnsupportedForMessageFormat,
+            format!("Record batch magic {m} is not supported; use magic 2"),
+        ),
+        e => (ResponseError::CorruptMessage, e.to_string()),
+    };
     let mut iter = BatchIter::new(records);
-    let first = iter.next();
-    if first.is_none() {
+    let Some(first) = iter.next() else {
         return Err((
             ResponseError::InvalidRecord,
             format!(
@@ -222,8 +228,10 @@ fn validate(
                  per partition"
             ),
         ));
-    }
-    if let Some(Ok(_)) = iter.next() {
+    };
+    // Whatever follows the first batch: a second batch, bytes that are not one, or none.
+    let rest = iter.next();
+    if let Some(Ok(_)) = rest {
         return Err((
             ResponseError::InvalidRecord,
             format!(
@@ -233,74 +241,67 @@ fn validate(
         ));
     }
     let max_message_bytes = limits.max_message_bytes;
-    let mut batches = Vec::with_capacity(1);
-    for item in BatchIter::new(records) {
-        let (at, header) = item.map_err(|e| match e {
-            BatchError::UnsupportedMagic(m) => (
-                ResponseError::UnsupportedForMessageFormat,
-                format!("Record batch magic {m} is not supported; use magic 2"),
+    let (at, header) = first.map_err(batch_error)?;
+    let size = header.total_size();
+    if size > max_message_bytes.max(0) as usize {
+        return Err((
+            ResponseError::MessageTooLarge,
+            format!(
+                "The record batch is {size} bytes, larger than the maximum allowed \
+                 ({max_message_bytes})"
             ),
-            e => (ResponseError::CorruptMessage, e.to_string()),
-        })?;
-        let size = header.total_size();
-        if size > max_message_bytes.max(0) as usize {
-            return Err((
-                ResponseError::MessageTooLarge,
-                format!(
-                    "The record batch is {size} bytes, larger than the maximum allowed \
-                     ({max_message_bytes})"
-                ),
-            ));
-        }
-        if size as u64 > limits.segment_bytes {
-            return Err((
-                ResponseError::RecordListTooLarge,
-                format!(
-                    "The record batch is {size} bytes, larger than the segment size ({})",
-                    limits.segment_bytes
-                ),
-            ));
-        }
-        let batch = records.slice(at..at + size);
-        if !verify_crc(&batch) {
-            return Err((
-                ResponseError::CorruptMessage,
-                "Record batch CRC32C does not match its contents".into(),
-            ));
-        }
-        if header.records_count <= 0
-            || header.last_offset_delta < 0
-            || header.records_count as i64 != header.last_offset_delta as i64 + 1
-        {
-            return Err((
-                ResponseError::InvalidRecord,
-                format!(
-                    "Inconsistent batch offset range [0, {}] and count of records {}",
-                    header.last_offset_delta, header.records_count
-                ),
-            ));
-        }
-        if header.is_transactional() || header.is_control() {
-            return Err((
-                ResponseError::InvalidTxnState,
-                "Transactions are not supported by this broker yet".into(),
-            ));
-        }
-        if !header.timestamp_type_log_append()
-            && header.max_timestamp > now + TIMESTAMP_AFTER_MAX_MS
-        {
-            return Err((
-                ResponseError::InvalidTimestamp,
-                format!(
-                    "Timestamp {} is more than {TIMESTAMP_AFTER_MAX_MS} ms ahead of the \
-                     broker's clock",
-                    header.max_timestamp
-                ),
-            ));
-        }
-        batches.push(batch);
+        ));
     }
-    Ok(batches)
+    if size as u64 > limits.segment_bytes {
+        return Err((
+            ResponseError::RecordListTooLarge,
+            format!(
+                "The record batch is {size} bytes, larger than the segment size ({})",
+                limits.segment_bytes
+            ),
+        ));
+    }
+    let batch = records.slice(at..at + size);
+    if !verify_crc(&batch) {
+        return Err((
+            ResponseError::CorruptMessage,
+            "Record batch CRC32C does not match its contents".into(),
+        ));
+    }
+    if header.records_count <= 0
+        || header.last_offset_delta < 0
+        || header.records_count as i64 != header.last_offset_delta as i64 + 1
+    {
+        return Err((
+            ResponseError::InvalidRecord,
+            format!(
+                "Inconsistent batch offset range [0, {}] and count of records {}",
+                header.last_offset_delta, header.records_count
+            ),
+        ));
+    }
+    if header.is_transactional() || header.is_control() {
+        return Err((
+            ResponseError::InvalidTxnState,
+            "Transactions are not supported by this broker yet".into(),
+        ));
+    }
+    if !header.timestamp_type_log_append()
+        && header.max_timestamp > now + TIMESTAMP_AFTER_MAX_MS
+    {
+        return Err((
+            ResponseError::InvalidTimestamp,
+            format!(
+                "Timestamp {} is more than {TIMESTAMP_AFTER_MAX_MS} ms ahead of the \
+                 broker's clock",
+                header.max_timestamp
+            ),
+        ));
+    }
+    if let Some(Err(e)) = rest {
+        return Err(batch_error(e));
+    }
+    Ok(vec![batch])
 }
 
 /// Waits for every append and builds the response, in request order.
