@@ -1,8 +1,13 @@
 //! ApiVersions (key 18): the table of implemented APIs and versions, derived from
 //! [`super::REGISTRY`]. An unsupported request version is answered with
-//! UNSUPPORTED_VERSION and the table, in v0 format (KIP-511).
+//! UNSUPPORTED_VERSION and the table, in v0 format (KIP-511). From v3 the answer also
+//! carries the cluster's features (KIP-584), which the Admin client's
+//! `describeFeatures` and `kafka-features describe` read.
 
-use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::api_versions_response::{
+    ApiVersion, FinalizedFeatureKey, SupportedFeatureKey,
+};
+use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 
 use super::{Ctx, Outcome, Versions, REGISTRY};
@@ -38,9 +43,61 @@ fn table() -> Vec<ApiVersion> {
         .collect()
 }
 
-/// Answers a supported ApiVersions request with the full table.
-pub async fn handle(_ctx: &Ctx, _request: ApiVersionsRequest) -> Outcome<ApiVersionsResponse> {
-    Outcome::Ready(ApiVersionsResponse::default().with_api_keys(table()))
+/// A feature flag (KIP-584) this broker supports: (name, lowest level, highest level,
+/// finalized level). A finalized level of 0 is not listed as finalized, as Kafka omits
+/// features that are off.
+///
+/// - `metadata.version` 7 (3.3-IV3) to 25 (4.0-IV3), finalized at 25: shardlog
+///   behaves as a Kafka 4.0 cluster.
+/// - `group.version` 0-1, finalized at 1: the KIP-848 consumer group protocol is on.
+/// - `kraft.version` 0 only: a static quorum of one voter (no KIP-853 reconfiguration).
+/// - `transaction.version` 0 only: no KIP-890 transactions protocol (see the
+///   transactions issue); producers use the original one.
+const FEATURES: &[(&str, i16, i16, i16)] = &[
+    ("metadata.version", 7, 25, 25),
+    ("group.version", 0, 1, 1),
+    ("kraft.version", 0, 0, 0),
+    ("transaction.version", 0, 0, 0),
+];
+
+/// The epoch of the finalized features: they were finalized once, at the first start.
+const FINALIZED_FEATURES_EPOCH: i64 = 1;
+
+/// Answers a supported ApiVersions request with the full table, and from v3 the features.
+pub async fn handle(ctx: &Ctx, _request: ApiVersionsRequest) -> Outcome<ApiVersionsResponse> {
+    let response = ApiVersionsResponse::default().with_api_keys(table());
+    if ctx.api_version >= 3 {
+        Outcome::Ready(with_features(response))
+    } else {
+        Outcome::Ready(response)
+    }
+}
+
+/// `response` with [`FEATURES`] as supported and finalized features (v3+ fields).
+fn with_features(response: ApiVersionsResponse) -> ApiVersionsResponse {
+    let name = |n: &'static str| StrBytes::from_static_str(n);
+    response
+        .with_supported_features(
+            FEATURES
+                .iter()
+                .map(|(n, min, max, _)| {
+                    SupportedFeatureKey::default().with_name(name(n)).with_min_version(*min).with_max_version(*max)
+                })
+                .collect(),
+        )
+        .with_finalized_features_epoch(FINALIZED_FEATURES_EPOCH)
+        .with_finalized_features(
+            FEATURES
+                .iter()
+                .filter(|(_, _, _, level)| *level > 0)
+                .map(|(n, _, _, level)| {
+                    FinalizedFeatureKey::default()
+                        .with_name(name(n))
+                        .with_min_version_level(*level)
+                        .with_max_version_level(*level)
+                })
+                .collect(),
+        )
 }
 
 /// KIP-511: a client may send ApiVersions at a version newer than this broker knows
@@ -88,6 +145,21 @@ mod tests {
         assert_eq!((produce.min_version, produce.max_version), (0, 13));
         assert!(!super::super::produce::VERSIONS.contains(2));
         assert!(super::super::produce::VERSIONS.contains(3));
+    }
+
+    #[test]
+    fn features_are_the_ones_of_a_kafka_4_0_cluster_with_kip_848_groups() {
+        let r = with_features(ApiVersionsResponse::default());
+        let supported: Vec<(&str, i16, i16)> =
+            r.supported_features.iter().map(|f| (f.name.as_str(), f.min_version, f.max_version)).collect();
+        assert_eq!(
+            supported,
+            vec![("metadata.version", 7, 25), ("group.version", 0, 1), ("kraft.version", 0, 0), ("transaction.version", 0, 0)]
+        );
+        let finalized: Vec<(&str, i16, i16)> =
+            r.finalized_features.iter().map(|f| (f.name.as_str(), f.min_version_level, f.max_version_level)).collect();
+        assert_eq!(finalized, vec![("metadata.version", 25, 25), ("group.version", 1, 1)]);
+        assert_eq!(r.finalized_features_epoch, 1);
     }
 
     #[test]

@@ -189,6 +189,9 @@ apis! {
     DescribeCluster => describe_cluster,
     ConsumerGroupHeartbeat => consumer_group_heartbeat,
     ConsumerGroupDescribe => consumer_group_describe,
+    DescribeQuorum => describe_quorum,
+    AlterPartitionReassignments => alter_partition_reassignments,
+    ListPartitionReassignments => list_partition_reassignments,
 }
 
 /// APIs that change the catalog under the requests before them on the same connection
