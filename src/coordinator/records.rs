@@ -161,6 +161,11 @@ pub enum GroupRecord {
         subscription_metadata: Vec<(String, Uuid, i32)>,
         /// Members in join order.
         members: Vec<ConsumerMemberRecord>,
+        /// (member id, `SubscribedTopicRegex`) of the members subscribed by regex
+        /// (Kafka's `ConsumerGroupMemberMetadataValue.SubscribedTopicRegex`). Written
+        /// after `members`; a record without it (written before regexes existed) has
+        /// none.
+        member_regexes: Vec<(String, String)>,
     },
     /// Deletes a group's metadata (classic or consumer).
     GroupTombstone {
@@ -237,10 +242,12 @@ impl GroupRecord {
                 current_state_timestamp_ms,
                 subscription_metadata,
                 members,
+                member_regexes,
             } => {
                 put!(&mut key; KEY_GROUP, group);
                 put!(&mut v; VALUE_VERSION_CONSUMER_GROUP, group_epoch, assignment_epoch);
                 put!(&mut v; current_state_timestamp_ms, subscription_metadata, members);
+                put!(&mut v; member_regexes);
             }
             GroupRecord::GroupTombstone { group } => put!(&mut key; KEY_GROUP, group),
         }
@@ -301,6 +308,7 @@ impl GroupRecord {
                 current_state_timestamp_ms: v.get()?,
                 subscription_metadata: v.get()?,
                 members: v.get()?,
+                member_regexes: if v.buf.is_empty() { Vec::new() } else { v.get()? },
             },
             _ => return Err(DecodeError("unknown value version")),
         })

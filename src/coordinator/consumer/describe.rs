@@ -100,6 +100,8 @@ impl GroupCoordinator {
                         dm.client_host = sb(&m.client_host);
                         dm.subscribed_topic_names =
                             m.subscribed_topic_names.iter().map(|t| TopicName(sb(t))).collect();
+                        dm.subscribed_topic_regex =
+                            m.subscribed_topic_regex.as_ref().map(|r| sb(r.as_str()));
                         dm.assignment = describe(&m.assigned);
                         dm.target_assignment =
                             describe(cg.target.get(&m.member_id).unwrap_or(&empty));
@@ -145,8 +147,18 @@ impl ConsumerGroup {
             .members
             .values()
             .map(|m| {
+                // The topics the member gets partitions of: its names and its regex's
+                // matches among the subscribed topics that exist.
+                let mut topics: Vec<&String> = m.subscribed_topic_names.iter().collect();
+                topics.extend(
+                    self.subscription_metadata
+                        .keys()
+                        .filter(|t| m.subscribed_topic_regex.as_ref().is_some_and(|r| r.matches(t)))
+                        .filter(|t| !m.subscribed_topic_names.contains(t)),
+                );
+                topics.sort();
                 let subscription = ConsumerProtocolSubscription::default()
-                    .with_topics(m.subscribed_topic_names.iter().map(|t| sb(t)).collect());
+                    .with_topics(topics.into_iter().map(|t| sb(t)).collect());
                 let partitions = m.assigned.iter().filter_map(|(t, ps)| {
                     Some(
                         TopicPartition::default()

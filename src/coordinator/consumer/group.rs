@@ -1,7 +1,7 @@
 //! The KIP-848 state of one consumer group (Kafka's `ConsumerGroup`): epochs, members,
 //! the target assignment and which member epoch owns each partition.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 
 use indexmap::IndexMap;
 use uuid::Uuid;
@@ -81,25 +81,35 @@ impl ConsumerGroup {
         best.map_or(assignor::UNIFORM, |(a, _)| a).to_string()
     }
 
-    /// Union of the members' subscriptions.
-    pub fn subscribed_topics(&self) -> BTreeSet<String> {
-        self.members.values().flat_map(|m| m.subscribed_topic_names.iter().cloned()).collect()
-    }
-
-    /// Whether any member subscribes to `topic`.
+    /// Whether any member subscribes to `topic`, by name or by regex.
     pub fn is_subscribed_to(&self, topic: &str) -> bool {
-        self.members.values().any(|m| m.subscribed_topic_names.iter().any(|t| t == topic))
+        self.members.values().any(|m| m.subscribes_to(topic))
     }
 
-    /// Kafka's `computeSubscriptionMetadata`: the subscribed topics found in `catalog`.
+    /// Kafka's `computeSubscriptionMetadata`: the subscribed topics found in `catalog`,
+    /// by name or by a member's regex (resolved against every topic of the catalog, as
+    /// Kafka's `refreshRegularExpressions` does, but at once instead of in the
+    /// background: the catalog is in memory).
     pub fn compute_subscription_metadata(
         &self,
         catalog: &TopicCatalog,
     ) -> BTreeMap<String, (Uuid, i32)> {
-        self.subscribed_topics()
-            .into_iter()
-            .filter_map(|t| catalog.get(&t).map(|&v| (t, v)))
-            .collect()
+        let mut meta: BTreeMap<String, (Uuid, i32)> = self
+            .members
+            .values()
+            .flat_map(|m| m.subscribed_topic_names.iter())
+            .filter_map(|t| catalog.get(t).map(|&v| (t.clone(), v)))
+            .collect();
+        let regexes: Vec<_> =
+            self.members.values().filter_map(|m| m.subscribed_topic_regex.as_ref()).collect();
+        if !regexes.is_empty() {
+            for (t, &v) in catalog {
+                if !meta.contains_key(t) && regexes.iter().any(|r| r.matches(t)) {
+                    meta.insert(t.clone(), v);
+                }
+            }
+        }
+        meta
     }
 
     /// Recompute the target assignment for the current group epoch.
@@ -115,10 +125,11 @@ impl ConsumerGroup {
             .values()
             .map(|m| MemberSpec {
                 member_id: &m.member_id,
-                topics: m
-                    .subscribed_topic_names
+                topics: self
+                    .subscription_metadata
                     .iter()
-                    .filter_map(|t| self.subscription_metadata.get(t).map(|v| v.0))
+                    .filter(|(t, _)| m.subscribes_to(t))
+                    .map(|(_, v)| v.0)
                     .collect(),
                 current: self.target.get(&m.member_id),
             })
@@ -180,8 +191,15 @@ impl ConsumerGroup {
         if self.remove_member(member_id).is_none() {
             return;
         }
-        let subscribed = self.subscribed_topics();
-        self.subscription_metadata.retain(|t, _| subscribed.contains(t));
+        let gone: Vec<String> = self
+            .subscription_metadata
+            .keys()
+            .filter(|t| !self.is_subscribed_to(t))
+            .cloned()
+            .collect();
+        for t in gone {
+            self.subscription_metadata.remove(&t);
+        }
         self.bump();
     }
 

@@ -18,6 +18,7 @@ use super::group::ConsumerGroup;
 use super::member::{ConsumerMember, MemberState, JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH};
 use super::reconcile::reconcile;
 use super::record::to_assignment;
+use super::regex::TopicRegex;
 use super::validate::{check_member_epoch, fail, fenced_instance, validate_request, Fail};
 use crate::error::ResponseError;
 use crate::protocol::strings::sb;
@@ -62,8 +63,8 @@ impl GroupCoordinator {
     /// [`GroupRecord::ConsumerGroup`]) before the response.
     ///
     /// Errors (top level, with a message): COORDINATOR_LOAD_IN_PROGRESS, INVALID_REQUEST
-    /// (missing/empty fields), UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION (regex
-    /// subscriptions are not supported), UNKNOWN_MEMBER_ID (unknown member, or unknown
+    /// (missing/empty fields), UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION (a
+    /// `SubscribedTopicRegex` that does not compile as RE2), UNKNOWN_MEMBER_ID (unknown member, or unknown
     /// group with a non-zero epoch), FENCED_MEMBER_EPOCH, FENCED_INSTANCE_ID,
     /// UNRELEASED_INSTANCE_ID (static member still active under another id),
     /// GROUP_MAX_SIZE_REACHED, GROUP_ID_NOT_FOUND (the id belongs to a classic group
@@ -134,9 +135,16 @@ impl GroupCoordinator {
         if self.loading {
             return Err(Fail { error: ResponseError::CoordinatorLoadInProgress, message: None });
         }
-        let has_regex =
-            version >= 1 && req.subscribed_topic_regex.as_ref().is_some_and(|r| !r.is_empty());
-        validate_request(version, req, has_regex)?;
+        // v0 has no regex field; an empty regex clears the member's regex, as in Kafka.
+        let regex_field = if version >= 1 { req.subscribed_topic_regex.as_ref() } else { None };
+        validate_request(req, version, regex_field.is_some())?;
+        let regex = match regex_field.map(|r| r.as_str()) {
+            Some("") => Some(None),
+            Some(r) => Some(Some(
+                TopicRegex::new(r).map_err(|m| fail(ResponseError::InvalidRegularExpression, m))?,
+            )),
+            None => None,
+        };
         let group_id = req.group_id.0.as_str();
         let epoch = req.member_epoch;
         let instance = req.instance_id.as_ref().map(|s| s.to_string());
@@ -185,12 +193,20 @@ impl GroupCoordinator {
             let set: BTreeSet<String> = names.iter().map(|n| n.0.to_string()).collect();
             member.subscribed_topic_names = set.into_iter().collect();
         }
+        if let Some(regex) = regex {
+            member.subscribed_topic_regex = regex;
+        }
         member.client_id = client_id.to_string();
         member.client_host = client_host.to_string();
         let changed = member.subscribed_topic_names != old.subscribed_topic_names
+            || member.subscribed_topic_regex != old.subscribed_topic_regex
             || member.server_assignor != old.server_assignor;
         cg.put_member(member);
-        if changed {
+        // A new group moves away from epoch 0 at its first member, whatever it
+        // subscribes to (Kafka 4.x): a member that joins with an empty subscription
+        // (a regex matching nothing yet) must get epoch 1, not stay at 0, which
+        // reads as "joining" on its next heartbeat.
+        if changed || cg.group_epoch == 0 {
             cg.subscription_metadata = cg.compute_subscription_metadata(catalog);
             cg.bump();
         }
@@ -212,7 +228,7 @@ impl GroupCoordinator {
         r.heartbeat_interval_ms = interval;
         let full = epoch == JOIN_EPOCH
             || (req.rebalance_timeout_ms != -1
-                && (req.subscribed_topic_names.is_some() || has_regex)
+                && (req.subscribed_topic_names.is_some() || regex_field.is_some())
                 && req.topic_partitions.is_some());
         if full || next.assigned != assigned_before {
             r.assignment = Some(response_assignment(&next.assigned));
@@ -304,6 +320,7 @@ impl ConsumerGroup {
                 let mut m = ConsumerMember::new(&member_id);
                 m.assigned = e.assigned.clone();
                 m.subscribed_topic_names = e.subscribed_topic_names.clone();
+                m.subscribed_topic_regex = e.subscribed_topic_regex.clone();
                 m.server_assignor = e.server_assignor.clone();
                 m.rack_id = e.rack_id.clone();
                 m.rebalance_timeout_ms = e.rebalance_timeout_ms;

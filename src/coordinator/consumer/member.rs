@@ -2,6 +2,7 @@
 //! state (`MemberState`) and the member epochs with a special meaning.
 
 use super::super::assignor::Assignment;
+use super::regex::TopicRegex;
 
 /// Member epoch of a member joining (or rejoining) the group.
 pub(super) const JOIN_EPOCH: i32 = 0;
@@ -58,6 +59,9 @@ pub(crate) struct ConsumerMember {
     pub rebalance_timeout_ms: i32,
     /// Sorted, deduplicated.
     pub subscribed_topic_names: Vec<String>,
+    /// The regex of a `SubscribedTopicRegex` subscription (KIP-848): the member also
+    /// subscribes to every topic whose whole name matches it.
+    pub subscribed_topic_regex: Option<TopicRegex>,
     /// The server assignor the member asked for.
     pub server_assignor: Option<String>,
     /// Current member epoch.
@@ -77,6 +81,11 @@ pub(crate) struct ConsumerMember {
 }
 
 impl ConsumerMember {
+    /// Whether the member subscribes to `topic`, by name or by its regex.
+    pub fn subscribes_to(&self, topic: &str) -> bool {
+        self.subscribed_topic_names.iter().any(|t| t == topic)
+            || self.subscribed_topic_regex.as_ref().is_some_and(|r| r.matches(topic))
+    }
     /// A member about to join: epoch 0, no assignment.
     pub fn new(member_id: &str) -> Self {
         ConsumerMember {
@@ -87,6 +96,7 @@ impl ConsumerMember {
             client_host: String::new(),
             rebalance_timeout_ms: -1,
             subscribed_topic_names: Vec::new(),
+            subscribed_topic_regex: None,
             server_assignor: None,
             member_epoch: JOIN_EPOCH,
             previous_member_epoch: -1,

@@ -24,6 +24,7 @@
 //! - `group.rs`: the group (epochs, members, target assignment, partition owners);
 //! - `reconcile.rs`: a member's next assignment (Kafka's `CurrentAssignmentBuilder`);
 //! - `validate.rs`: request and member-epoch checks;
+//! - `regex.rs`: topic regexes of `SubscribedTopicRegex` subscriptions (RE2 syntax);
 //! - `heartbeat.rs`: ConsumerGroupHeartbeat (join, heartbeat), `leave.rs`: leaving;
 //! - `describe.rs`: ConsumerGroupDescribe and the classic DescribeGroups view;
 //! - `timers.rs`: session and revocation timeouts;
@@ -37,6 +38,7 @@ mod leave;
 mod member;
 mod reconcile;
 mod record;
+mod regex;
 mod timers;
 mod topics;
 mod validate;

@@ -7,6 +7,7 @@ use super::super::assignor::Assignment;
 use super::super::records::{ConsumerMemberRecord, GroupRecord};
 use super::group::ConsumerGroup;
 use super::member::{ConsumerMember, MemberState};
+use super::regex::TopicRegex;
 
 /// An assignment as stored: (topic id, partitions), topics without partitions left out.
 fn to_parts(a: &Assignment) -> Vec<(Uuid, Vec<i32>)> {
@@ -59,6 +60,16 @@ impl ConsumerGroup {
                     target: self.target.get(&m.member_id).map(to_parts).unwrap_or_default(),
                 })
                 .collect(),
+            member_regexes: self
+                .members
+                .values()
+                .filter_map(|m| {
+                    Some((
+                        m.member_id.clone(),
+                        m.subscribed_topic_regex.as_ref()?.as_str().to_string(),
+                    ))
+                })
+                .collect(),
         }
     }
 
@@ -71,6 +82,7 @@ impl ConsumerGroup {
             current_state_timestamp_ms,
             subscription_metadata,
             members,
+            member_regexes,
             ..
         } = record
         else {
@@ -93,6 +105,12 @@ impl ConsumerGroup {
             cm.client_host = m.client_host;
             cm.rebalance_timeout_ms = m.rebalance_timeout_ms;
             cm.subscribed_topic_names = m.subscribed_topic_names;
+            // A stored regex compiled when it was accepted; one that no longer does
+            // (a stricter regex engine) subscribes to nothing rather than failing the load.
+            cm.subscribed_topic_regex = member_regexes
+                .iter()
+                .find(|(id, _)| *id == m.member_id)
+                .and_then(|(_, r)| TopicRegex::new(r).ok());
             cm.server_assignor = m.server_assignor;
             cm.member_epoch = m.member_epoch;
             cm.previous_member_epoch = m.previous_member_epoch;

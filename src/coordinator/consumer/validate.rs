@@ -63,9 +63,11 @@ pub(super) fn check_member_epoch(
 }
 
 /// Kafka's `throwIfConsumerGroupHeartbeatRequestIsInvalid`.
+/// `has_regex`: the request carries a `SubscribedTopicRegex` (v1+), compiled by the
+/// caller.
 pub(super) fn validate_request(
-    version: i16,
     req: &ConsumerGroupHeartbeatRequest,
+    version: i16,
     has_regex: bool,
 ) -> Result<(), Fail> {
     let invalid = |m: &str| fail(ResponseError::InvalidRequest, m);
@@ -103,12 +105,6 @@ pub(super) fn validate_request(
         return Err(invalid(&format!(
             "MemberEpoch is {epoch}, but must be greater than or equal to -2."
         )));
-    }
-    if has_regex {
-        return Err(fail(
-            ResponseError::InvalidRegularExpression,
-            "SubscribedTopicRegex is not supported by this broker; subscribe to topic names.",
-        ));
     }
     if let Some(a) = &req.server_assignor {
         if !assignor::SUPPORTED.contains(&a.as_str()) {

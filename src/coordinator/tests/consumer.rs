@@ -15,6 +15,7 @@ use crate::coordinator::{ConsumerMemberRecord, GroupRecord, GroupState};
 
 const T1: Uuid = Uuid::from_u128(0x1111);
 const T2: Uuid = Uuid::from_u128(0x2222);
+const T3: Uuid = Uuid::from_u128(0x3333);
 const SESSION_MS: i64 = 45_000;
 
 type Parts = Vec<(Uuid, Vec<i32>)>;
@@ -250,15 +251,101 @@ fn unsupported_assignor_and_invalid_requests() {
     assert_eq!(r.error_code, ResponseError::InvalidRequest.code());
     let r = hb(&mut h, beat_req("a", -3, None));
     assert_eq!(r.error_code, ResponseError::InvalidRequest.code());
-    // Regex subscriptions are not supported.
+    // A regex that does not compile (RE2 syntax) is refused; no group is created.
+    let r = hb(&mut h, regex_join("a", "t.*("));
+    assert_eq!(r.error_code, ResponseError::InvalidRegularExpression.code());
+    assert_eq!(
+        r.error_message.as_deref().map(|m| m.split(':').next().unwrap().to_string()),
+        Some("SubscribedTopicRegex `t.*(` is not a valid regular expression".to_string())
+    );
+    assert_eq!(h.c.consumer_group_state("cg"), None);
+}
+
+/// A v1 join subscribed by regex only, as the Java consumer's `subscribe(Pattern)` sends it.
+fn regex_join(member: &str, regex: &str) -> ConsumerGroupHeartbeatRequest {
+    join_req(member, &[], None)
+        .with_subscribed_topic_names(None)
+        .with_subscribed_topic_regex(Some(s(regex)))
+}
+
+#[test]
+fn a_regex_subscribes_to_every_topic_whose_whole_name_matches() {
+    let mut h = H::new();
+    h.c.set_topic_metadata(catalog(&[("t", T1, 6), ("u", T2, 3), ("xt", T3, 1)]), h.now);
+    let (r, records) = hb_v(&mut h, 1, regex_join("a", "t|u"));
+    assert_eq!((r.error_code, r.member_epoch), (0, 1));
+    assert_eq!(assignment(&r), Some(vec![(T1, vec![0, 1, 2, 3, 4, 5]), (T2, vec![0, 1, 2])]));
+    // The regex is persisted with the member.
+    let [GroupRecord::ConsumerGroup { member_regexes, subscription_metadata, .. }] = &records[..]
+    else {
+        panic!("{records:?}");
+    };
+    assert_eq!(member_regexes, &vec![("a".to_string(), "t|u".to_string())]);
+    assert_eq!(subscription_metadata.len(), 2);
+    let d = describe(&mut h, 1, &["cg"]);
+    assert_eq!(d.groups[0].members[0].subscribed_topic_regex.as_deref(), Some("t|u"));
+    assert!(d.groups[0].members[0].subscribed_topic_names.is_empty());
+}
+
+#[test]
+fn a_regex_is_re_resolved_when_topics_are_created_and_deleted() {
+    let mut h = H::new();
+    h.c.set_topic_metadata(catalog(&[("t", T1, 2)]), h.now);
+    // Nothing matches yet: the member still gets epoch 1 (not 0, which would read as
+    // joining again) and an empty assignment.
+    let r = hb(&mut h, regex_join("a", "orders-.*"));
+    assert_eq!((r.error_code, r.member_epoch, assignment(&r)), (0, 1, Some(vec![])));
+    let r = hb(&mut h, beat_req("a", 1, Some(vec![])));
+    assert_eq!((r.error_code, r.member_epoch), (0, 1));
+    // A matching topic is created: new group epoch, the member gets its partitions.
+    let out = h.c.set_topic_metadata(catalog(&[("t", T1, 2), ("orders-eu", T2, 3)]), h.now);
+    assert_eq!(out.len(), 1);
+    let r = hb(&mut h, beat_req("a", 1, Some(vec![])));
+    assert_eq!((r.member_epoch, assignment(&r)), (2, Some(vec![(T2, vec![0, 1, 2])])));
+    // It is deleted: the partitions are revoked first (the member stays at epoch 2
+    // until it reports owning none), then the member moves to epoch 3.
+    h.c.set_topic_metadata(catalog(&[("t", T1, 2)]), h.now);
+    let r = hb(&mut h, beat_req("a", 2, Some(vec![(T2, vec![0, 1, 2])])));
+    assert_eq!((r.member_epoch, assignment(&r)), (2, Some(vec![])));
+    let r = hb(&mut h, beat_req("a", 2, Some(vec![])));
+    assert_eq!(r.member_epoch, 3);
+    // A topic whose name only contains a match is not subscribed.
+    let out = h.c.set_topic_metadata(catalog(&[("t", T1, 2), ("old-orders-eu", T3, 1)]), h.now);
+    assert!(out.is_empty());
+}
+
+#[test]
+fn names_and_regexes_of_several_members_share_the_group() {
+    let mut h = setup();
+    let r = hb(&mut h, join_req("a", &["t"], None));
+    assert_eq!(r.member_epoch, 1);
+    let r = hb(&mut h, regex_join("b", "u"));
+    assert_eq!((r.member_epoch, assignment(&r)), (2, Some(vec![(T2, vec![0, 1, 2])])));
+    let d = describe(&mut h, 1, &["cg"]);
+    assert_eq!(target_of(&d, "a"), vec![("t".to_string(), vec![0, 1, 2, 3, 4, 5])]);
+    assert_eq!(target_of(&d, "b"), vec![("u".to_string(), vec![0, 1, 2])]);
+    // Switching b from its regex to names (an empty regex clears it).
     let r = hb(
         &mut h,
-        join_req("a", &[], None)
-            .with_subscribed_topic_names(None)
-            .with_subscribed_topic_regex(Some(s("t.*"))),
+        beat_req("b", 2, Some(vec![(T2, vec![0, 1, 2])]))
+            .with_subscribed_topic_regex(Some(s("")))
+            .with_subscribed_topic_names(Some(vec![TopicName(s("t"))])),
     );
-    assert_eq!(r.error_code, ResponseError::InvalidRegularExpression.code());
-    assert_eq!(h.c.consumer_group_state("cg"), None);
+    assert_eq!(r.error_code, 0);
+    let d = describe(&mut h, 1, &["cg"]);
+    assert_eq!(d.groups[0].group_epoch, 3);
+    assert_eq!(d.groups[0].members[1].subscribed_topic_regex, None);
+    assert_eq!(target_of(&d, "b"), vec![("t".to_string(), vec![3, 4, 5])]);
+}
+
+#[test]
+fn a_member_with_an_empty_subscription_gets_epoch_1_in_a_new_group() {
+    let mut h = setup();
+    let r = hb(&mut h, join_req("a", &[], None));
+    assert_eq!((r.error_code, r.member_epoch, assignment(&r)), (0, 1, Some(vec![])));
+    // Its next heartbeat is a plain heartbeat, not a join.
+    let r = hb(&mut h, beat_req("a", 1, None));
+    assert_eq!((r.error_code, r.member_epoch), (0, 1));
 }
 
 #[test]
@@ -666,6 +753,7 @@ fn consumer_group_record_round_trips() {
                 target: vec![],
             },
         ],
+        member_regexes: vec![("b".into(), "orders-.*".into())],
     };
     let (k, v) = r.encode();
     assert_eq!(GroupRecord::decode(&k, Some(&v)).unwrap(), r);
@@ -673,9 +761,18 @@ fn consumer_group_record_round_trips() {
     // Same key as the classic group metadata: one tombstone deletes either.
     let (tk, _) = GroupRecord::GroupTombstone { group: "cg".into() }.encode();
     assert_eq!(k, tk);
-    // Truncations never panic.
-    for n in 0..v.len() {
-        assert!(GroupRecord::decode(&k, Some(&v[..n])).is_err());
+    // A record written before regexes existed ends after the members: it decodes
+    // with none. The regex list is a u32 count, then (u32 length + bytes) twice.
+    let old_len = v.len() - (4 + 4 + 1 + 4 + "orders-.*".len());
+    let GroupRecord::ConsumerGroup { member_regexes, .. } =
+        GroupRecord::decode(&k, Some(&v[..old_len])).unwrap()
+    else {
+        panic!("not a consumer group");
+    };
+    assert!(member_regexes.is_empty());
+    // Every other truncation is an error, never a panic.
+    for n in (0..v.len()).filter(|n| *n != old_len) {
+        assert!(GroupRecord::decode(&k, Some(&v[..n])).is_err(), "{n}");
     }
 }
 
