@@ -57,6 +57,7 @@ mod describe;
 mod group;
 mod heartbeat;
 mod join;
+mod kafka_records;
 mod leave;
 mod load;
 mod member;

@@ -3,7 +3,14 @@
 //! `GroupMetadataManager.offsetCommitKey/Value`, `groupMetadataKey/Value`). Replaying
 //! them at start-up is `load.rs`.
 //!
-//! Format (big-endian, compact, versioned; not Kafka's):
+//! Records are written in Apache Kafka's own `__consumer_offsets` schemas
+//! (`kafka_records.rs`), so that the internal log is served as the internal topic
+//! `__consumer_offsets`; a consumer (KIP-848) group is one record of shardlog's own
+//! under a key type Kafka does not use, with the value format below. Logs written
+//! before that, and records whose strings do not fit Kafka's i16 lengths, use
+//! shardlog's original format, which is still read:
+//!
+//! Original format (big-endian, compact, versioned; not Kafka's):
 //! - key: `kind: u8` (1 = offset, 2 = group), `group: str`, and for offsets
 //!   `topic: str, partition: i32`. Keys are canonical, so log compaction can keep the
 //!   last record per key. A tombstone is the key with no value.
@@ -198,9 +205,15 @@ impl GroupRecord {
         }
     }
 
-    /// Encode as (key, value) for the internal log; tombstones have an empty value and
-    /// must be appended as null-value records (decode them with `value = None`).
+    /// Encode as (key, value) for the internal log, in Kafka's schemas where the record
+    /// fits them; tombstones have an empty value and must be appended as null-value
+    /// records (decode them with `value = None`).
     pub fn encode(&self) -> (Vec<u8>, Vec<u8>) {
+        super::kafka_records::encode(self).unwrap_or_else(|| self.encode_original())
+    }
+
+    /// Encode in shardlog's original format (see the module comment).
+    pub(super) fn encode_original(&self) -> (Vec<u8>, Vec<u8>) {
         let mut key = Vec::new();
         let mut v = Vec::new();
         match self {
@@ -259,9 +272,12 @@ impl GroupRecord {
         matches!(self, GroupRecord::OffsetTombstone { .. } | GroupRecord::GroupTombstone { .. })
     }
 
-    /// Decode a record read from the internal log; `value = None` is a tombstone.
-    /// Never panics, whatever the input.
+    /// Decode a record read from the internal log, in either format; `value = None` is
+    /// a tombstone. Never panics, whatever the input.
     pub fn decode(key: &[u8], value: Option<&[u8]>) -> Result<Self, DecodeError> {
+        if super::kafka_records::is_kafka_key(key) {
+            return super::kafka_records::decode(key, value);
+        }
         let mut k = Reader::new(key);
         let kind: u8 = k.get()?;
         let group: String = k.get()?;
@@ -312,5 +328,27 @@ impl GroupRecord {
             },
             _ => return Err(DecodeError("unknown value version")),
         })
+    }
+}
+
+/// The value of a [`GroupRecord::ConsumerGroup`] in shardlog's format (value version 2),
+/// under whichever key; empty for any other record.
+pub(super) fn consumer_group_value(record: &GroupRecord) -> Vec<u8> {
+    match record {
+        GroupRecord::ConsumerGroup { .. } => record.encode_original().1,
+        _ => Vec::new(),
+    }
+}
+
+/// A [`GroupRecord::ConsumerGroup`] of `group` from its value (value version 2).
+pub(super) fn decode_consumer_group_value(
+    group: String,
+    value: &[u8],
+) -> Result<GroupRecord, DecodeError> {
+    let mut key = Vec::new();
+    put!(&mut key; KEY_GROUP, group);
+    match GroupRecord::decode(&key, Some(value))? {
+        r @ GroupRecord::ConsumerGroup { .. } => Ok(r),
+        _ => Err(DecodeError("not a consumer group value")),
     }
 }

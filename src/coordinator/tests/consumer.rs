@@ -758,9 +758,13 @@ fn consumer_group_record_round_trips() {
     let (k, v) = r.encode();
     assert_eq!(GroupRecord::decode(&k, Some(&v)).unwrap(), r);
     assert_eq!(r.group(), "cg");
-    // Same key as the classic group metadata: one tombstone deletes either.
-    let (tk, _) = GroupRecord::GroupTombstone { group: "cg".into() }.encode();
-    assert_eq!(k, tk);
+    // shardlog's own key type (outside Kafka's, so Kafka's formatters skip it); a null
+    // value under it is a group tombstone too.
+    assert_eq!(k, b"\x7f\xff\x00\x02cg");
+    assert_eq!(
+        GroupRecord::decode(&k, None).unwrap(),
+        GroupRecord::GroupTombstone { group: "cg".into() }
+    );
     // A record written before regexes existed ends after the members: it decodes
     // with none. The regex list is a u32 count, then (u32 length + bytes) twice.
     let old_len = v.len() - (4 + 4 + 1 + 4 + "orders-.*".len());

@@ -12,10 +12,21 @@ fn every_kind() -> Vec<GroupRecord> {
             topic: "t".into(),
             partition: 3,
             offset: 1 << 40,
-            leader_epoch: 7,
+            // Kafka's v1 value (explicit expiry) has no leader epoch.
+            leader_epoch: -1,
             metadata: "m\u{e9}ta".into(),
             commit_timestamp_ms: T0,
             expire_timestamp_ms: Some(T0 + 5),
+        },
+        GroupRecord::Offset {
+            group: "g".into(),
+            topic: "t".into(),
+            partition: 4,
+            offset: 12,
+            leader_epoch: 7,
+            metadata: "".into(),
+            commit_timestamp_ms: T0,
+            expire_timestamp_ms: None,
         },
         GroupRecord::Offset {
             group: "".into(),
@@ -81,7 +92,111 @@ fn round_trip(r: &GroupRecord) -> GroupRecord {
 fn every_record_kind_round_trips() {
     for r in every_kind() {
         assert_eq!(round_trip(&r), r);
+        // Logs written in shardlog's original format still load.
+        let (k, v) = r.encode_original();
+        assert!(k[0] == 1 || k[0] == 2, "{r:?}");
+        let value = if r.is_tombstone() { None } else { Some(&v[..]) };
+        assert_eq!(GroupRecord::decode(&k, value).unwrap(), r);
     }
+}
+
+#[test]
+fn offsets_and_groups_are_written_in_kafkas_consumer_offsets_schemas() {
+    let (k, v) = GroupRecord::Offset {
+        group: "g".into(),
+        topic: "t".into(),
+        partition: 3,
+        offset: 0x0102,
+        leader_epoch: 5,
+        metadata: "m".into(),
+        commit_timestamp_ms: 0x0a0b,
+        expire_timestamp_ms: None,
+    }
+    .encode();
+    // OffsetCommitKey v1: version, group, topic, partition.
+    assert_eq!(k, b"\x00\x01\x00\x01g\x00\x01t\x00\x00\x00\x03");
+    // OffsetCommitValue v3: version, offset, leader epoch, metadata, commit timestamp.
+    let mut want = vec![0, 3, 0, 0, 0, 0, 0, 0, 1, 2, 0, 0, 0, 5, 0, 1, b'm'];
+    want.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0x0a, 0x0b]);
+    assert_eq!(v, want);
+    // With an explicit expiry: v1 (offset, metadata, commit and expire timestamps).
+    let (_, v1) = GroupRecord::Offset {
+        group: "g".into(),
+        topic: "t".into(),
+        partition: 3,
+        offset: 1,
+        leader_epoch: 5,
+        metadata: "".into(),
+        commit_timestamp_ms: 2,
+        expire_timestamp_ms: Some(3),
+    }
+    .encode();
+    assert_eq!(
+        v1,
+        [&[0u8, 1][..], &1i64.to_be_bytes(), &[0, 0], &2i64.to_be_bytes(), &3i64.to_be_bytes()]
+            .concat()
+    );
+    // GroupMetadataKey v2 and GroupMetadataValue v3 of an empty group.
+    let (k, v) = GroupRecord::GroupMetadata {
+        group: "g".into(),
+        protocol_type: "consumer".into(),
+        generation: 2,
+        protocol: None,
+        leader: None,
+        current_state_timestamp_ms: None,
+        members: vec![],
+    }
+    .encode();
+    assert_eq!(k, b"\x00\x02\x00\x01g");
+    let mut want = vec![0, 3, 0, 8];
+    want.extend_from_slice(b"consumer");
+    want.extend_from_slice(&[0, 0, 0, 2, 0xff, 0xff, 0xff, 0xff]);
+    want.extend_from_slice(&(-1i64).to_be_bytes());
+    want.extend_from_slice(&[0, 0, 0, 0]);
+    assert_eq!(v, want);
+    // A tombstone is the key alone; a consumer group's key is shardlog's own type.
+    assert_eq!(GroupRecord::GroupTombstone { group: "g".into() }.encode().0, b"\x00\x02\x00\x01g");
+}
+
+#[test]
+fn a_record_too_long_for_kafkas_schemas_keeps_the_original_format() {
+    let long = "x".repeat(40_000);
+    let r = GroupRecord::Offset {
+        group: "g".into(),
+        topic: "t".into(),
+        partition: 0,
+        offset: 1,
+        leader_epoch: -1,
+        metadata: long,
+        commit_timestamp_ms: 2,
+        expire_timestamp_ms: None,
+    };
+    let (k, _) = r.encode();
+    assert_eq!(k[0], 1, "original offset key");
+    assert_eq!(round_trip(&r), r);
+}
+
+#[test]
+fn kafka_format_records_from_older_kafka_versions_decode() {
+    // OffsetCommitKey v0 with an OffsetCommitValue v0 (offset, metadata, timestamp).
+    let key = b"\x00\x00\x00\x01g\x00\x01t\x00\x00\x00\x07";
+    let value = [&[0u8, 0][..], &9i64.to_be_bytes(), &[0, 0], &4i64.to_be_bytes()].concat();
+    assert_eq!(
+        GroupRecord::decode(key, Some(&value)).unwrap(),
+        GroupRecord::Offset {
+            group: "g".into(),
+            topic: "t".into(),
+            partition: 7,
+            offset: 9,
+            leader_epoch: -1,
+            metadata: "".into(),
+            commit_timestamp_ms: 4,
+            expire_timestamp_ms: None,
+        }
+    );
+    // Unknown key and value versions are errors.
+    assert!(GroupRecord::decode(b"\x00\x09\x00\x01g", None).is_err());
+    assert!(GroupRecord::decode(key, Some(&[0, 4, 0, 0])).is_err());
 }
 
 #[test]
