@@ -78,9 +78,33 @@ pub struct Catalog {
     pub version: u64,
 }
 
-/// Kafka's internal topic names; shardlog keeps their state elsewhere and refuses
-/// to create topics with these names.
-pub const INTERNAL_TOPICS: &[&str] = &["__consumer_offsets", "__transaction_state"];
+/// Kafka's internal topic names; topics with these names cannot be created.
+pub const INTERNAL_TOPICS: &[&str] = &[OFFSETS_TOPIC, "__transaction_state"];
+
+/// The internal topic holding the group coordinator's records: partition `p` is the
+/// group log of offsets partition `p` (`shard::groups`), served read-only in Kafka's
+/// record format.
+pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+
+/// Partitions of [`OFFSETS_TOPIC`] (Kafka's `offsets.topic.num.partitions` default).
+pub const OFFSETS_TOPIC_PARTITIONS: usize = 50;
+
+/// Whether `name` is one of Kafka's internal topics (Metadata `is_internal`).
+pub fn is_internal(name: &str) -> bool {
+    INTERNAL_TOPICS.contains(&name)
+}
+
+/// The topic configs of [`OFFSETS_TOPIC`], as Kafka creates it.
+fn offsets_topic_configs() -> BTreeMap<String, String> {
+    [
+        ("cleanup.policy", "compact"),
+        ("compression.type", "producer"),
+        ("segment.bytes", "104857600"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
 
 /// Largest partition count accepted for one topic.
 pub const MAX_PARTITIONS: i32 = 100_000;
@@ -108,13 +132,33 @@ impl Catalog {
     /// Reads the catalog, creating and saving a new one (with its cluster id) when
     /// none exists. Called once before the shards start, so they all read the
     /// same cluster id.
+    /// The internal topic [`OFFSETS_TOPIC`] is added (with a fresh topic id) when the
+    /// catalog lacks it, as Kafka creates it, and saved with the rest.
     pub fn init(data_dir: &Path) -> io::Result<Catalog> {
         let exists = Self::path(data_dir).exists();
-        let catalog = Self::load(data_dir)?;
-        if !exists {
+        let mut catalog = Self::load(data_dir)?;
+        let added = catalog.ensure_offsets_topic();
+        if !exists || added {
             catalog.save(data_dir)?;
         }
         Ok(catalog)
+    }
+
+    /// Adds [`OFFSETS_TOPIC`] if missing; returns whether it did. Its partitions are
+    /// placed by [`Catalog::fit_to_shards`].
+    pub fn ensure_offsets_topic(&mut self) -> bool {
+        if self.topics.contains_key(OFFSETS_TOPIC) {
+            return false;
+        }
+        let meta = TopicMeta {
+            name: OFFSETS_TOPIC.to_string(),
+            id: Uuid::new_v4(),
+            partition_shards: (0..OFFSETS_TOPIC_PARTITIONS).collect(),
+            configs: offsets_topic_configs(),
+        };
+        self.topics.insert(OFFSETS_TOPIC.to_string(), meta);
+        self.version += 1;
+        true
     }
 
     /// Writes the catalog durably: temporary file, fsync, rename, fsync of the dir.
@@ -135,13 +179,15 @@ impl Catalog {
     }
 
     /// Moves partitions placed on shards that no longer exist (the broker restarted
-    /// with fewer `--cores`) to `shard % nr_shards`. Deterministic, so every shard
-    /// computes the same table from the same file.
+    /// with fewer `--cores`) to `shard % nr_shards`, and places partition `p` of
+    /// [`OFFSETS_TOPIC`] on shard `p % nr_shards`, where its group log lives.
+    /// Deterministic, so every shard computes the same table from the same file.
     pub fn fit_to_shards(&mut self, nr_shards: usize) {
         let nr_shards = nr_shards.max(1);
         for t in self.topics.values_mut() {
-            for s in t.partition_shards.iter_mut() {
-                *s %= nr_shards;
+            let internal = t.name == OFFSETS_TOPIC;
+            for (p, s) in t.partition_shards.iter_mut().enumerate() {
+                *s = if internal { p % nr_shards } else { *s % nr_shards };
             }
         }
     }
@@ -213,6 +259,11 @@ impl Catalog {
         total: i32,
         nr_shards: usize,
     ) -> Result<(), CatalogError> {
+        if is_internal(name) {
+            return Err(CatalogError::InvalidRequest(format!(
+                "The partitions of internal topic {name} are fixed."
+            )));
+        }
         let current = match self.topics.get(name) {
             Some(t) => t.partition_shards.len() as i32,
             None => {
@@ -238,7 +289,14 @@ impl Catalog {
     }
 
     /// Removes a topic, returning it.
+    /// Errors: UnknownTopic; InvalidRequest for an internal topic (its partitions are
+    /// the group coordinator's logs).
     pub fn delete_topic(&mut self, name: &str) -> Result<TopicMeta, CatalogError> {
+        if is_internal(name) && self.topics.contains_key(name) {
+            return Err(CatalogError::InvalidRequest(format!(
+                "Cannot delete internal topic {name}."
+            )));
+        }
         self.topics
             .remove(name)
             .ok_or_else(|| CatalogError::UnknownTopic(format!("Topic '{name}' does not exist.")))
@@ -332,5 +390,39 @@ mod tests {
             .unwrap();
         c.save(dir.path()).unwrap();
         assert_eq!(Catalog::load(dir.path()).unwrap(), c);
+    }
+
+    #[test]
+    fn the_offsets_topic_is_created_once_and_placed_where_its_group_logs_live() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Catalog::init(dir.path()).unwrap();
+        let t = c.topic(OFFSETS_TOPIC).unwrap();
+        assert_eq!(t.partition_shards.len(), 50);
+        assert_eq!(t.configs.get("cleanup.policy").map(String::as_str), Some("compact"));
+        // A second start keeps the same topic id.
+        let again = Catalog::init(dir.path()).unwrap();
+        assert_eq!(again.topic(OFFSETS_TOPIC).unwrap().id, t.id);
+        // Partition p on shard p % shards, whatever the shard count.
+        let mut c = again;
+        for shards in [1, 2, 3, 7] {
+            c.fit_to_shards(shards);
+            let placed = &c.topic(OFFSETS_TOPIC).unwrap().partition_shards;
+            assert!(placed.iter().enumerate().all(|(p, s)| *s == p % shards), "{shards}");
+        }
+        assert!(is_internal(OFFSETS_TOPIC) && !is_internal("orders"));
+    }
+
+    #[test]
+    fn the_offsets_topic_cannot_be_deleted_grown_or_created() {
+        let mut c = Catalog::default();
+        assert!(c.ensure_offsets_topic());
+        assert!(!c.ensure_offsets_topic());
+        let e = c.delete_topic(OFFSETS_TOPIC).unwrap_err();
+        assert_eq!(crate::error::ResponseError::from(&e).code(), 42);
+        let e = c.create_partitions(OFFSETS_TOPIC, 60, 2).unwrap_err();
+        assert_eq!(crate::error::ResponseError::from(&e).code(), 42);
+        let e = c.create_topic(OFFSETS_TOPIC, 1, BTreeMap::new(), 2).unwrap_err();
+        assert_eq!(crate::error::ResponseError::from(&e).code(), 42);
+        assert_eq!(c.topic(OFFSETS_TOPIC).unwrap().partition_shards.len(), 50);
     }
 }

@@ -186,7 +186,9 @@ fn describe(v: i16, node: BrokerId, meta: &TopicMeta) -> MetadataResponseTopic {
             mp
         })
         .collect();
-    let mut t = MetadataResponseTopic::default().with_partitions(partitions);
+    let mut t = MetadataResponseTopic::default()
+        .with_partitions(partitions)
+        .with_is_internal(crate::metadata::is_internal(&meta.name));
     t.name = Some(topic_name(&meta.name));
     if v >= 10 {
         t.topic_id = meta.id;

@@ -98,6 +98,7 @@ type ShardResults = Vec<KafkaResult<Appended>>;
 /// (batch above the topic's `max.message.bytes`), RECORD_LIST_TOO_LARGE (above its
 /// `segment.bytes`), INVALID_TIMESTAMP, INVALID_RECORD (also: not exactly one batch),
 /// INVALID_TXN_STATE (transactional batches: transactions are not implemented),
+/// INVALID_TOPIC_EXCEPTION (an internal topic such as `__consumer_offsets`),
 /// INVALID_REQUIRED_ACKS, and the owner's OUT_OF_ORDER_SEQUENCE_NUMBER /
 /// INVALID_PRODUCER_EPOCH / KAFKA_STORAGE_ERROR.
 pub async fn handle(ctx: &Ctx, request: ProduceRequest) -> Outcome<ProduceResponse> {
@@ -165,6 +166,13 @@ async fn start(
     else {
         return Pending::Done(ResponseError::UnknownTopicOrPartition, None);
     };
+    if crate::metadata::is_internal(&meta.name) {
+        // Kafka's ReplicaManager: clients never append to internal topics.
+        return Pending::Done(
+            ResponseError::InvalidTopicException,
+            Some(format!("Cannot append to internal topic {}", meta.name)),
+        );
+    }
     let config = EffectiveTopicConfig::resolve(&meta.configs, &ctx.shard.config);
     let limits = Limits {
         max_message_bytes: config.max_message_bytes,

@@ -398,10 +398,12 @@ impl PartitionLog {
         self.watch.wait_above(offset)
     }
 
-    /// ListOffsets by timestamp, batch precision: the base offset and max timestamp of
-    /// the first batch whose max timestamp is >= `ts_ms` (segment max timestamps pick the
-    /// segment, its time and offset indexes the start position, then headers are
-    /// walked). None if no written batch qualifies.
+    /// ListOffsets by timestamp: `(offset, timestamp)` of the first record whose
+    /// timestamp is >= `ts_ms`, as Kafka answers (`offsetsForTimes`). Segment max
+    /// timestamps pick the segment, its time and offset indexes the start position,
+    /// batch headers the first batch whose max timestamp qualifies, and that batch's
+    /// records (decompressed if needed) the record. None if no written record
+    /// qualifies. Errors: I/O, or a stored batch that does not decode (InvalidData).
     pub async fn offset_for_timestamp(&self, ts_ms: i64) -> io::Result<Option<(i64, i64)>> {
         let hw = self.watch.get();
         let segs: Vec<Rc<Segment>> = self.segments.borrow().clone();
@@ -414,17 +416,36 @@ impl PartitionLog {
             if let Some((_, h, _, _)) =
                 seg.find_batch(pos, hw, 0, |h| h.max_timestamp >= ts_ms).await?
             {
-                return Ok(Some((h.base_offset, h.max_timestamp)));
+                let records = self.batch_records(h.base_offset).await?;
+                return Ok(records.into_iter().find(|(_, t)| *t >= ts_ms));
             }
         }
         Ok(None)
     }
 
-    /// ListOffsets -3 (KIP-734), batch precision: `(last offset, max timestamp)` of the
-    /// written batch with the largest max timestamp (the earliest such batch on ties).
-    /// None when the log is empty.
-    pub fn max_timestamp(&self) -> Option<(i64, i64)> {
-        self.max_ts.get().map(|(ts, off)| (off, ts))
+    /// ListOffsets -3 (KIP-734, KAFKA-16310): `(offset, timestamp)` of the first record
+    /// with the largest timestamp in the log (in the earliest batch holding it). None
+    /// when the log is empty. Errors as [`PartitionLog::offset_for_timestamp`].
+    pub async fn max_timestamp(&self) -> io::Result<Option<(i64, i64)>> {
+        let Some((ts, last_offset)) = self.max_ts.get() else { return Ok(None) };
+        let records = self.batch_records(last_offset).await?;
+        Ok(records.into_iter().find(|(_, t)| *t == ts).or(Some((last_offset, ts))))
+    }
+
+    /// `(offset, timestamp)` of every record of the batch holding `offset`.
+    async fn batch_records(&self, offset: i64) -> io::Result<Vec<(i64, i64)>> {
+        let bytes = self.read(offset, 1).await.map_err(|e| match e {
+            ReadError::Io(e) => e,
+            ReadError::OffsetOutOfRange => {
+                io::Error::other(format!("offset {offset} out of range"))
+            }
+        })?;
+        if bytes.is_empty() {
+            return Ok(Vec::new());
+        }
+        crate::protocol::batch::record_timestamps(&bytes).map_err(|e| {
+            io::Error::new(io::ErrorKind::InvalidData, format!("batch at offset {offset}: {e}"))
+        })
     }
 
     /// Waits for pending writes, fdatasyncs, truncates the active segment to its logical

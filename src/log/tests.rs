@@ -358,8 +358,9 @@ fn timestamps() {
         c.cache_bytes = 0;
         let log = PartitionLog::open(dir.clone(), c.clone()).await.unwrap();
         assert_eq!(log.offset_for_timestamp(0).await.unwrap(), None);
-        assert_eq!(log.max_timestamp(), None);
-        // batches with max timestamps 1002, 2001, 1501, 3004
+        assert_eq!(log.max_timestamp().await.unwrap(), None);
+        // batches with max timestamps 1002, 2001, 1501, 3004 (record i of a batch has
+        // the batch's base timestamp + i)
         log.append(batch(3, 5, 1000), 0).await.unwrap(); // 0..=2
         log.append(batch(2, 5, 2000), 0).await.unwrap(); // 3..=4
         log.append(batch(2, 5, 1500), 0).await.unwrap(); // 5..=6
@@ -371,12 +372,16 @@ fn timestamps() {
             } else {
                 log.clone()
             };
-            assert_eq!(log.offset_for_timestamp(0).await.unwrap(), Some((0, 1002)));
-            assert_eq!(log.offset_for_timestamp(1002).await.unwrap(), Some((0, 1002)));
-            assert_eq!(log.offset_for_timestamp(1003).await.unwrap(), Some((3, 2001)));
-            assert_eq!(log.offset_for_timestamp(2002).await.unwrap(), Some((7, 3004)));
+            // The first record at or after the timestamp, with its own timestamp.
+            assert_eq!(log.offset_for_timestamp(0).await.unwrap(), Some((0, 1000)));
+            assert_eq!(log.offset_for_timestamp(1001).await.unwrap(), Some((1, 1001)));
+            assert_eq!(log.offset_for_timestamp(1002).await.unwrap(), Some((2, 1002)));
+            assert_eq!(log.offset_for_timestamp(1003).await.unwrap(), Some((3, 2000)));
+            assert_eq!(log.offset_for_timestamp(2001).await.unwrap(), Some((4, 2001)));
+            assert_eq!(log.offset_for_timestamp(2002).await.unwrap(), Some((7, 3000)));
+            assert_eq!(log.offset_for_timestamp(3003).await.unwrap(), Some((10, 3003)));
             assert_eq!(log.offset_for_timestamp(3005).await.unwrap(), None);
-            assert_eq!(log.max_timestamp(), Some((11, 3004)));
+            assert_eq!(log.max_timestamp().await.unwrap(), Some((11, 3004)));
             if reopen {
                 log.close().await.unwrap();
             }
@@ -397,7 +402,10 @@ fn log_append_time() {
         let h = RecordBatchHeader::parse(&r).unwrap();
         assert!(h.timestamp_type_log_append());
         assert_eq!((h.base_timestamp, h.max_timestamp), (1000, 5555));
-        assert_eq!(log.max_timestamp(), Some((1, 5555)));
+        // Every record of a LogAppendTime batch has its max timestamp: the first one
+        // is the record of the max timestamp, and the one a lookup finds.
+        assert_eq!(log.max_timestamp().await.unwrap(), Some((0, 5555)));
+        assert_eq!(log.offset_for_timestamp(1000).await.unwrap(), Some((0, 5555)));
         log.close().await.unwrap();
     });
 }

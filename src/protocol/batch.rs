@@ -503,6 +503,27 @@ impl<'a> Iterator for BatchIter<'a> {
     }
 }
 
+/// `(offset, timestamp)` of every record of one record batch (`batch` holds exactly
+/// one v2 batch), decompressing it if needed (kafka-protocol's decoder: gzip, snappy,
+/// lz4, zstd). Records of a LogAppendTime batch all carry the batch's max timestamp,
+/// as Kafka reads them. Used by ListOffsets, which names records, not batches
+/// (KIP-734 and KAFKA-16310). Errors: the batch does not decode (message).
+pub fn record_timestamps(batch: &bytes::Bytes) -> Result<Vec<(i64, i64)>, String> {
+    let header = RecordBatchHeader::parse_header(batch).map_err(|e| e.to_string())?;
+    let mut buf = batch.slice(..header.total_size().min(batch.len()));
+    let set =
+        kafka_protocol::records::RecordBatchDecoder::decode(&mut buf).map_err(|e| e.to_string())?;
+    Ok(set
+        .records
+        .iter()
+        .map(|r| {
+            let ts =
+                if header.timestamp_type_log_append() { header.max_timestamp } else { r.timestamp };
+            (r.offset, ts)
+        })
+        .collect())
+}
+
 /// Test and benchmark helper: assembles a valid, uncompressed v2 batch.
 #[doc(hidden)]
 pub mod testing {
@@ -1002,5 +1023,50 @@ mod tests {
             let chunk = 1 + (next() % 90) as usize;
             assert_eq!(scan_in_chunks(&g, chunk), scan_whole(&g), "input {n}, chunk {chunk}");
         }
+    }
+
+    #[test]
+    fn record_timestamps_of_compressed_and_plain_batches() {
+        use kafka_protocol::records::{
+            Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+        };
+        let record = |offset: i64, timestamp: i64| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: 0,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset,
+            // One batch needs offset - sequence constant across its records.
+            sequence: (offset - 40) as i32,
+            timestamp,
+            key: None,
+            value: Some(bytes::Bytes::from_static(b"v")),
+            headers: Default::default(),
+        };
+        let records = [record(40, 10), record(41, 30), record(42, 20)];
+        for compression in [
+            Compression::None,
+            Compression::Gzip,
+            Compression::Snappy,
+            Compression::Lz4,
+            Compression::Zstd,
+        ] {
+            let mut buf = bytes::BytesMut::new();
+            let options = RecordEncodeOptions { version: 2, compression };
+            RecordBatchEncoder::encode(&mut buf, records.iter(), &options).unwrap();
+            let got = record_timestamps(&buf.freeze()).unwrap();
+            assert_eq!(got, vec![(40, 10), (41, 30), (42, 20)], "{compression:?}");
+        }
+        let plain = bytes::Bytes::from(build_batch(&BatchSpec {
+            base_offset: 5,
+            records: 2,
+            base_timestamp: 7,
+            ..spec(2)
+        }));
+        assert_eq!(record_timestamps(&plain).unwrap(), vec![(5, 7), (6, 8)]);
+        assert!(record_timestamps(&plain.slice(..30)).is_err());
     }
 }

@@ -34,8 +34,9 @@ use crate::coordinator::{CoordinatorConfig, GroupCoordinator, GroupRecord, Outpu
 use crate::log::{AppendError, LogConfig, PartitionLog};
 use crate::metadata::Catalog;
 
-/// Number of offsets partitions (Kafka's `offsets.topic.num.partitions` default).
-pub const OFFSETS_PARTITIONS: usize = 50;
+/// Number of offsets partitions (Kafka's `offsets.topic.num.partitions` default), the
+/// partitions of the internal topic `__consumer_offsets`.
+pub const OFFSETS_PARTITIONS: usize = crate::metadata::OFFSETS_TOPIC_PARTITIONS;
 
 /// How often the timer loop looks for due coordinator deadlines, at most (ms).
 const TICK_MS: u64 = 100;
@@ -166,9 +167,11 @@ impl GroupHost {
     /// Tells the coordinator the topics that exist (KIP-848 server-side assignment
     /// needs their ids and partition counts). Called after every catalog change.
     pub async fn set_topics(&self, catalog: &Catalog) {
+        // Internal topics are not assigned to consumers (not even by a regex).
         let topics = catalog
             .topics
             .values()
+            .filter(|t| !crate::metadata::is_internal(&t.name))
             .map(|t| (t.name.clone(), (t.id, t.partition_shards.len() as i32)))
             .collect();
         let outputs = self.coordinator.borrow_mut().set_topic_metadata(topics, now_ms());
@@ -193,8 +196,14 @@ impl GroupHost {
         }
     }
 
-    /// The log of offsets partition `p`, created on first use.
-    async fn log_for(&self, p: usize) -> std::io::Result<Rc<PartitionLog>> {
+    /// The log of offsets partition `p` if this shard has created it.
+    pub fn existing_log(&self, p: usize) -> Option<Rc<PartitionLog>> {
+        self.logs.borrow().get(&p).cloned()
+    }
+
+    /// The log of offsets partition `p`, created on first use (by a write, or by a
+    /// consumer of `__consumer_offsets`, which then reads an empty partition).
+    pub async fn log_for(&self, p: usize) -> std::io::Result<Rc<PartitionLog>> {
         if let Some(log) = self.logs.borrow().get(&p) {
             return Ok(log.clone());
         }

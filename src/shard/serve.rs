@@ -114,8 +114,10 @@ async fn execute_data(shard: &Rc<Shard>, request: DataRequest) {
             let waits: Vec<Pin<Box<dyn Future<Output = ()>>>> = partitions
                 .iter()
                 .filter_map(|(t, p, offset)| {
-                    shard.log(t, *p).map(|o| {
-                        Box::pin(o.log.wait_for_data(*offset)) as Pin<Box<dyn Future<Output = ()>>>
+                    let offset = *offset;
+                    shard.existing_readable_log(t, *p).map(|log| {
+                        Box::pin(async move { log.wait_for_data(offset).await })
+                            as Pin<Box<dyn Future<Output = ()>>>
                     })
                 })
                 .collect();
@@ -253,10 +255,9 @@ async fn read(
     offset: i64,
     max_bytes: usize,
 ) -> PartitionRead {
-    let Some(owned) = shard.log(topic, partition) else {
+    let Some(log) = shard.readable_log(topic, partition).await else {
         return PartitionRead::failed(not_here(shard, topic));
     };
-    let log = &owned.log;
     let (error, records) = match log.read(offset, max_bytes).await {
         Ok(records) => (None, records),
         Err(e) => {
@@ -280,10 +281,9 @@ async fn list_offset(
     partition: i32,
     timestamp: i64,
 ) -> ListedOffset {
-    let Some(owned) = shard.log(topic, partition) else {
+    let Some(log) = shard.readable_log(topic, partition).await else {
         return ListedOffset::none(Some(not_here(shard, topic)));
     };
-    let log = &owned.log;
     let at = |offset: i64| ListedOffset { error: None, offset, timestamp: -1 };
     let found = |o: Option<(i64, i64)>| match o {
         Some((offset, ts)) => ListedOffset { error: None, offset, timestamp: ts },
@@ -293,7 +293,13 @@ async fn list_offset(
         -1 => at(log.high_watermark()),
         // -4 (earliest local, KIP-1005) equals -2 without tiered storage.
         -2 | -4 => at(log.log_start_offset()),
-        -3 => found(log.max_timestamp()),
+        -3 => match log.max_timestamp().await {
+            Ok(o) => found(o),
+            Err(e) => {
+                tracing::error!(%topic, partition, error = %e, "max timestamp lookup failed");
+                ListedOffset::none(Some(ResponseError::KafkaStorageError))
+            }
+        },
         ts if ts >= 0 => match log.offset_for_timestamp(ts).await {
             Ok(o) => found(o),
             Err(e) => {

@@ -94,6 +94,33 @@ impl Shard {
         self.logs.borrow().get(&(topic.to_string(), partition)).cloned()
     }
 
+    /// The log to read `topic`/`partition` from on this shard: an owned data partition,
+    /// or for the internal topic `__consumer_offsets` the group log of that offsets
+    /// partition (created empty on first use; `None` if it cannot be created or another
+    /// shard coordinates it).
+    pub async fn readable_log(&self, topic: &str, partition: i32) -> Option<Rc<PartitionLog>> {
+        if topic != crate::metadata::OFFSETS_TOPIC {
+            return self.log(topic, partition).map(|o| o.log.clone());
+        }
+        let p =
+            usize::try_from(partition).ok().filter(|p| *p % self.nr_shards.max(1) == self.id)?;
+        match self.groups.log_for(p).await {
+            Ok(log) => Some(log),
+            Err(e) => {
+                tracing::error!(partition, error = %e, "opening an offsets partition failed");
+                None
+            }
+        }
+    }
+
+    /// [`Shard::readable_log`] without creating anything (for long polls).
+    pub fn existing_readable_log(&self, topic: &str, partition: i32) -> Option<Rc<PartitionLog>> {
+        if topic != crate::metadata::OFFSETS_TOPIC {
+            return self.log(topic, partition).map(|o| o.log.clone());
+        }
+        self.groups.existing_log(usize::try_from(partition).ok()?)
+    }
+
     /// Directory of a partition's segments: `<data-dir>/<topic>-<partition>`.
     pub fn partition_dir(&self, topic: &str, partition: i32) -> PathBuf {
         self.config.data_dir.join(format!("{topic}-{partition}"))

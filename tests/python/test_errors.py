@@ -120,13 +120,15 @@ def test_topic_name_rules_and_collisions(broker):
     assert create_topic_error(admin, "Valid-name_1.2") == KafkaError.TOPIC_ALREADY_EXISTS
 
     md = raw_metadata_v1(broker.bootstrap, None)
-    assert {n for n in md} == {longest, "Valid-name_1.2", "a.b"}, sorted(md)
+    # (and the internal topic __consumer_offsets, created at the first start)
+    assert {n for n in md} == {longest, "Valid-name_1.2", "a.b", "__consumer_offsets"}, sorted(md)
     assert md["Valid-name_1.2"] == {"error": 0, "partitions": {0: 0, 1: 0, 2: 0}}
 
     # and the catalog survives a restart with the same rules
     broker.restart()
     md = raw_metadata_v1(broker.bootstrap, None)
-    assert {n for n in md} == {longest, "Valid-name_1.2", "a.b"}, sorted(md)
+    # (and the internal topic __consumer_offsets, created at the first start)
+    assert {n for n in md} == {longest, "Valid-name_1.2", "a.b", "__consumer_offsets"}, sorted(md)
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     assert create_topic_error(admin, "a_b") == KafkaError.TOPIC_EXCEPTION
     assert create_topic_error(admin, "a.b") == KafkaError.TOPIC_ALREADY_EXISTS
