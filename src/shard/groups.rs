@@ -167,11 +167,12 @@ impl GroupHost {
     /// Tells the coordinator the topics that exist (KIP-848 server-side assignment
     /// needs their ids and partition counts). Called after every catalog change.
     pub async fn set_topics(&self, catalog: &Catalog) {
-        // Internal topics are not assigned to consumers (not even by a regex).
+        // Internal topics included: a regex that matches `__consumer_offsets` gets its
+        // partitions assigned, as Kafka's coordinator resolves regexes against every
+        // topic (franz-go's Test848RegexBrokerResolves checks it).
         let topics = catalog
             .topics
             .values()
-            .filter(|t| !crate::metadata::is_internal(&t.name))
             .map(|t| (t.name.clone(), (t.id, t.partition_shards.len() as i32)))
             .collect();
         let outputs = self.coordinator.borrow_mut().set_topic_metadata(topics, now_ms());
