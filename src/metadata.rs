@@ -76,6 +76,41 @@ pub struct Catalog {
     /// Bumped by every change, so a shard never replaces a newer copy with an older one.
     #[serde(default)]
     pub version: u64,
+    /// How groups map to offsets partitions; chosen once, by [`Catalog::init`] (absent in
+    /// catalogs written before the choice existed).
+    #[serde(default)]
+    pub offsets_placement: Option<OffsetsPlacement>,
+}
+
+/// How a group id maps to its offsets partition (= `__consumer_offsets` partition).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OffsetsPlacement {
+    /// Kafka's `Utils.abs(groupId.hashCode()) % 50` (`GroupMetadataManager.partitionFor`).
+    Kafka,
+    /// `(groupId.hashCode() & 0x7fffffff) % 50`, which shardlog used before this choice
+    /// existed: it differs from Kafka's for groups whose hash code is negative. Kept for
+    /// data dirs that already hold group logs, whose records are where it put them.
+    Masked,
+}
+
+impl OffsetsPlacement {
+    /// The offsets partition (0..[`OFFSETS_TOPIC_PARTITIONS`]) of a group whose Java
+    /// `String.hashCode` is `hash`.
+    pub fn partition(self, hash: i32) -> usize {
+        let positive = match self {
+            // Kafka's Utils.abs: Integer.MIN_VALUE maps to 0.
+            OffsetsPlacement::Kafka => {
+                if hash == i32::MIN {
+                    0
+                } else {
+                    hash.unsigned_abs()
+                }
+            }
+            OffsetsPlacement::Masked => (hash & 0x7fff_ffff) as u32,
+        };
+        positive as usize % OFFSETS_TOPIC_PARTITIONS
+    }
 }
 
 /// Kafka's internal topic names; topics with these names cannot be created.
@@ -124,6 +159,7 @@ impl Catalog {
                 topics: BTreeMap::new(),
                 cluster_id: cluster_id_from(Uuid::new_v4()),
                 version: 0,
+                offsets_placement: None,
             }),
             Err(e) => Err(e),
         }
@@ -133,11 +169,24 @@ impl Catalog {
     /// none exists. Called once before the shards start, so they all read the
     /// same cluster id.
     /// The internal topic [`OFFSETS_TOPIC`] is added (with a fresh topic id) when the
-    /// catalog lacks it, as Kafka creates it, and saved with the rest.
+    /// catalog lacks it, as Kafka creates it, and saved with the rest; so is the
+    /// [`OffsetsPlacement`] when missing: Kafka's, or the old one for a data dir that
+    /// already has group logs.
     pub fn init(data_dir: &Path) -> io::Result<Catalog> {
         let exists = Self::path(data_dir).exists();
         let mut catalog = Self::load(data_dir)?;
-        let added = catalog.ensure_offsets_topic();
+        let mut added = catalog.ensure_offsets_topic();
+        if catalog.offsets_placement.is_none() {
+            // Kafka's placement, unless group logs written with the old one exist.
+            let old_logs = std::fs::read_dir(data_dir.join("meta")).is_ok_and(|entries| {
+                entries
+                    .flatten()
+                    .any(|e| e.file_name().to_string_lossy().starts_with("consumer-offsets-"))
+            });
+            catalog.offsets_placement =
+                Some(if old_logs { OffsetsPlacement::Masked } else { OffsetsPlacement::Kafka });
+            added = true;
+        }
         if !exists || added {
             catalog.save(data_dir)?;
         }
@@ -424,5 +473,35 @@ mod tests {
         let e = c.create_topic(OFFSETS_TOPIC, 1, BTreeMap::new(), 2).unwrap_err();
         assert_eq!(crate::error::ResponseError::from(&e).code(), 42);
         assert_eq!(c.topic(OFFSETS_TOPIC).unwrap().partition_shards.len(), 50);
+    }
+
+    #[test]
+    fn a_new_data_dir_places_groups_as_kafka_an_upgraded_one_keeps_its_placement() {
+        let fresh = tempfile::tempdir().unwrap();
+        assert_eq!(
+            Catalog::init(fresh.path()).unwrap().offsets_placement,
+            Some(OffsetsPlacement::Kafka)
+        );
+        // A catalog written before the choice existed, with group logs beside it.
+        let old = tempfile::tempdir().unwrap();
+        let mut c = Catalog::load(old.path()).unwrap();
+        c.save(old.path()).unwrap();
+        std::fs::create_dir_all(old.path().join("meta").join("consumer-offsets-7")).unwrap();
+        let text = std::fs::read_to_string(Catalog::path(old.path())).unwrap();
+        assert!(text.contains("\"offsets_placement\": null"), "{text}");
+        c = Catalog::init(old.path()).unwrap();
+        assert_eq!(c.offsets_placement, Some(OffsetsPlacement::Masked));
+        // The choice is saved: a later start keeps it.
+        assert_eq!(
+            Catalog::load(old.path()).unwrap().offsets_placement,
+            Some(OffsetsPlacement::Masked)
+        );
+        // Without group logs an old catalog moves to Kafka's placement.
+        let empty = tempfile::tempdir().unwrap();
+        Catalog::load(empty.path()).unwrap().save(empty.path()).unwrap();
+        assert_eq!(
+            Catalog::init(empty.path()).unwrap().offsets_placement,
+            Some(OffsetsPlacement::Kafka)
+        );
     }
 }

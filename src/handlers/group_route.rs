@@ -11,6 +11,7 @@ use futures_channel::oneshot;
 use kafka_protocol::messages::*;
 
 use super::{Ctx, Outcome};
+use crate::metadata::OffsetsPlacement;
 use crate::shard::groups::{coordinator_shard, GroupCall};
 use crate::shard::DataRequest;
 
@@ -97,7 +98,8 @@ pub async fn send<Q: GroupRequest>(
 /// Routes a single-group request to its coordinator; the response is deferred (a
 /// JoinGroup may be parked for a whole rebalance).
 pub async fn to_group<Q: SingleGroup>(ctx: &Ctx, request: Q) -> Outcome<Q::Response> {
-    let to = coordinator_shard(request.group_id(), ctx.shard.nr_shards);
+    let to =
+        coordinator_shard(request.group_id(), ctx.shard.nr_shards, ctx.shard.groups.placement());
     let reply = send(ctx, to, request).await;
     Outcome::Later(Box::pin(reply))
 }
@@ -108,10 +110,11 @@ pub fn split_by_shard<T>(
     items: Vec<T>,
     group_of: impl Fn(&T) -> &str,
     nr_shards: usize,
+    placement: OffsetsPlacement,
 ) -> Vec<(usize, Vec<(usize, T)>)> {
     let mut per: Vec<Vec<(usize, T)>> = (0..nr_shards).map(|_| Vec::new()).collect();
     for (i, item) in items.into_iter().enumerate() {
-        let s = coordinator_shard(group_of(&item), nr_shards);
+        let s = coordinator_shard(group_of(&item), nr_shards, placement);
         per[s].push((i, item));
     }
     per.into_iter().enumerate().filter(|(_, v)| !v.is_empty()).collect()
@@ -136,7 +139,9 @@ where
 {
     let keep = items.clone();
     let mut waits = Vec::new();
-    for (shard, part) in split_by_shard(items, group_of, ctx.shard.nr_shards) {
+    for (shard, part) in
+        split_by_shard(items, group_of, ctx.shard.nr_shards, ctx.shard.groups.placement())
+    {
         let (positions, part): (Vec<usize>, Vec<T>) = part.into_iter().unzip();
         waits.push((positions, send(ctx, shard, build(part)).await));
     }

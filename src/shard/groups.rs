@@ -32,7 +32,7 @@ use crate::clock::now_ms;
 use crate::config::{Config, FlushPolicy};
 use crate::coordinator::{CoordinatorConfig, GroupCoordinator, GroupRecord, Output, RequestToken};
 use crate::log::{AppendError, LogConfig, PartitionLog};
-use crate::metadata::Catalog;
+use crate::metadata::{Catalog, OffsetsPlacement};
 
 /// Number of offsets partitions (Kafka's `offsets.topic.num.partitions` default), the
 /// partitions of the internal topic `__consumer_offsets`.
@@ -46,14 +46,15 @@ pub fn java_string_hash(s: &str) -> i32 {
     s.encode_utf16().fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(c as i32))
 }
 
-/// The offsets partition of `group_id` (Kafka `GroupMetadataManager.partitionFor`).
-pub fn offsets_partition(group_id: &str) -> usize {
-    ((java_string_hash(group_id) & 0x7fff_ffff) as usize) % OFFSETS_PARTITIONS
+/// The offsets partition of `group_id` under `placement` (Kafka:
+/// `GroupMetadataManager.partitionFor`).
+pub fn offsets_partition(group_id: &str, placement: OffsetsPlacement) -> usize {
+    placement.partition(java_string_hash(group_id))
 }
 
 /// The shard that coordinates `group_id`.
-pub fn coordinator_shard(group_id: &str, nr_shards: usize) -> usize {
-    offsets_partition(group_id) % nr_shards.max(1)
+pub fn coordinator_shard(group_id: &str, nr_shards: usize, placement: OffsetsPlacement) -> usize {
+    offsets_partition(group_id, placement) % nr_shards.max(1)
 }
 
 /// A group request as it crosses to the coordinating shard.
@@ -80,11 +81,18 @@ pub struct GroupHost {
     /// Parked and in-flight requests waiting for their `Respond`.
     waiting: RefCell<HashMap<RequestToken, oneshot::Sender<ResponseKind>>>,
     next_token: Cell<RequestToken>,
+    /// How groups map to offsets partitions in this data dir.
+    placement: OffsetsPlacement,
 }
 
 impl GroupHost {
     /// Opens the offsets partitions shard `id` owns and replays them.
-    pub async fn open(config: &Config, id: usize, nr_shards: usize) -> std::io::Result<GroupHost> {
+    pub async fn open(
+        config: &Config,
+        id: usize,
+        nr_shards: usize,
+        placement: OffsetsPlacement,
+    ) -> std::io::Result<GroupHost> {
         let coordinator_config = CoordinatorConfig {
             min_session_timeout_ms: config.group_min_session_timeout_ms,
             max_session_timeout_ms: config.group_max_session_timeout_ms,
@@ -121,7 +129,13 @@ impl GroupHost {
             meta_dir,
             waiting: RefCell::new(HashMap::new()),
             next_token: Cell::new(1),
+            placement,
         })
+    }
+
+    /// How groups map to offsets partitions (and so to shards) in this data dir.
+    pub fn placement(&self) -> OffsetsPlacement {
+        self.placement
     }
 
     /// Feeds one request to the coordinator. Its response arrives on `reply`, maybe
@@ -223,7 +237,7 @@ impl GroupHost {
     async fn run(&self, outputs: Vec<Output>) {
         for output in &outputs {
             if let Output::Persist(record) = output {
-                let p = offsets_partition(record.group());
+                let p = offsets_partition(record.group(), self.placement);
                 if let Err(e) = self.log_for(p).await {
                     tracing::error!(
                         partition = p,
@@ -242,8 +256,11 @@ impl GroupHost {
         for output in outputs {
             match output {
                 Output::Persist(record) => {
-                    let Some(log) =
-                        self.logs.borrow().get(&offsets_partition(record.group())).cloned()
+                    let Some(log) = self
+                        .logs
+                        .borrow()
+                        .get(&offsets_partition(record.group(), self.placement))
+                        .cloned()
                     else {
                         tracing::error!(
                             group = record.group(),
@@ -403,7 +420,15 @@ mod tests {
         assert_eq!(java_string_hash(""), 0);
         assert_eq!(java_string_hash("a"), 97);
         assert_eq!(java_string_hash("group"), 98_629_247);
-        assert_eq!(offsets_partition("group"), 98_629_247 % 50);
-        assert_eq!(coordinator_shard("group", 2), (98_629_247 % 50) % 2);
+        let kafka = OffsetsPlacement::Kafka;
+        assert_eq!(offsets_partition("group", kafka), 98_629_247 % 50);
+        assert_eq!(coordinator_shard("group", 2, kafka), (98_629_247 % 50) % 2);
+        // A negative hash code: Kafka takes Utils.abs (here 1082347766 % 50 = 16), the
+        // old placement masked the sign bit (partition 32).
+        let g = "cli-cg-group-e43e6ee5";
+        assert_eq!(java_string_hash(g), -1_082_347_766);
+        assert_eq!(offsets_partition(g, kafka), 16);
+        assert_eq!(offsets_partition(g, OffsetsPlacement::Masked), 32);
+        assert_eq!(OffsetsPlacement::Kafka.partition(i32::MIN), 0);
     }
 }

@@ -64,7 +64,11 @@ impl Shard {
         } else {
             None
         };
-        let groups = Rc::new(GroupHost::open(&config, id, nr_shards).await?);
+        // Catalog::init chose the placement before the shards started; a catalog without
+        // one (tests that skip init) uses Kafka's.
+        let placement =
+            catalog.offsets_placement.unwrap_or(crate::metadata::OffsetsPlacement::Kafka);
+        let groups = Rc::new(GroupHost::open(&config, id, nr_shards, placement).await?);
         let cache_bytes = config.cache_bytes_per_shard(nr_shards);
         tracing::debug!(shard = id, cache_bytes, "batch cache budget");
         let cache =
@@ -201,7 +205,8 @@ impl Shard {
             }
         }
 
-        for t in catalog.topics.values() {
+        // The internal topic's partitions are the group host's logs, not data logs.
+        for t in catalog.topics.values().filter(|t| !crate::metadata::is_internal(&t.name)) {
             let topic_config = EffectiveTopicConfig::resolve(&t.configs, &self.config);
             for (p, &owner) in t.partition_shards.iter().enumerate() {
                 let key = (t.name.clone(), p as i32);

@@ -24,7 +24,9 @@ def java_hash(s: str) -> int:
 
 
 def offsets_partition(group: str) -> int:
-    return (java_hash(group) & 0x7FFFFFFF) % 50
+    """Kafka's GroupMetadataManager.partitionFor: Utils.abs(hashCode) % 50."""
+    h = java_hash(group)
+    return (0 if h == -(1 << 31) else abs(h)) % 50
 
 
 class Buf:
@@ -132,6 +134,9 @@ def test_committed_offsets_and_group_metadata_are_readable_in_kafkas_schemas(bro
     from kafka import TopicPartition as KTopicPartition
     from kafka.structs import OffsetAndMetadata
 
+    # "g-commit" has a negative Java hash code: Kafka's partition (Utils.abs: 23) differs
+    # from masking the sign bit (25).
+    assert (java_hash("g-commit"), offsets_partition("g-commit")) == (-951017123, 23)
     kc = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id="g-commit", enable_auto_commit=False)
     kc.commit({KTopicPartition("data", 1): OffsetAndMetadata(3, "meta-1", -1)})
     kc.close()
