@@ -260,14 +260,17 @@ impl Catalog {
     /// Checks that `name` could be created with `partitions` partitions.
     pub fn check_new_topic(&self, name: &str, partitions: i32) -> Result<(), CatalogError> {
         validate_topic_name(name).map_err(CatalogError::InvalidTopic)?;
-        if INTERNAL_TOPICS.contains(&name) {
-            return Err(CatalogError::InvalidRequest(format!(
-                "Creation of internal topic {name} is prohibited."
-            )));
-        }
+        // An existing topic, internal ones included, is TOPIC_ALREADY_EXISTS (Kafka's
+        // controller); an internal topic that does not exist here (no transactions yet)
+        // cannot be created by clients.
         if self.topics.contains_key(name) {
             return Err(CatalogError::TopicAlreadyExists(format!(
                 "Topic '{name}' already exists."
+            )));
+        }
+        if INTERNAL_TOPICS.contains(&name) {
+            return Err(CatalogError::InvalidRequest(format!(
+                "Creation of internal topic {name} is prohibited."
             )));
         }
         let key = collision_key(name);
@@ -471,6 +474,8 @@ mod tests {
         let e = c.create_partitions(OFFSETS_TOPIC, 60, 2).unwrap_err();
         assert_eq!(crate::error::ResponseError::from(&e).code(), 42);
         let e = c.create_topic(OFFSETS_TOPIC, 1, BTreeMap::new(), 2).unwrap_err();
+        assert_eq!(crate::error::ResponseError::from(&e).code(), 36, "TOPIC_ALREADY_EXISTS");
+        let e = c.create_topic("__transaction_state", 1, BTreeMap::new(), 2).unwrap_err();
         assert_eq!(crate::error::ResponseError::from(&e).code(), 42);
         assert_eq!(c.topic(OFFSETS_TOPIC).unwrap().partition_shards.len(), 50);
     }

@@ -23,7 +23,7 @@ impl TopicRegex {
     /// Compiles `source`. Errors: the message Kafka's
     /// `throwIfRegularExpressionIsInvalid` gives with INVALID_REGULAR_EXPRESSION.
     pub fn new(source: &str) -> Result<TopicRegex, String> {
-        RegexBuilder::new(&format!("^(?:{source})$"))
+        RegexBuilder::new(&format!("^(?:{})$", unquote(source)))
             .size_limit(SIZE_LIMIT)
             .build()
             .map(|compiled| TopicRegex { source: source.to_string(), compiled })
@@ -47,6 +47,38 @@ impl TopicRegex {
     }
 }
 
+/// `source` with every `\Q...\E` span (RE2 and Java: the text between is literal; an
+/// unterminated `\Q` runs to the end) replaced by the escaped text, which the `regex`
+/// crate does not support itself. Java's `Pattern.quote` produces such spans, so a
+/// `SubscriptionPattern` built with it reaches the broker in this form.
+fn unquote(source: &str) -> std::borrow::Cow<'_, str> {
+    if !source.contains("\\Q") {
+        return std::borrow::Cow::Borrowed(source);
+    }
+    let mut out = String::with_capacity(source.len() + 8);
+    let mut rest = source;
+    while let Some(i) = rest.find("\\") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        if let Some(quoted) = after.strip_prefix('Q') {
+            let (literal, tail) = match quoted.find("\\E") {
+                Some(end) => (&quoted[..end], &quoted[end + 2..]),
+                None => (quoted, ""),
+            };
+            out.push_str(&regex::escape(literal));
+            rest = tail;
+        } else {
+            // Any other escape: keep the backslash and the character after it.
+            let len = after.chars().next().map_or(0, char::len_utf8);
+            out.push('\\');
+            out.push_str(&after[..len]);
+            rest = &after[len..];
+        }
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
+}
+
 impl PartialEq for TopicRegex {
     fn eq(&self, other: &Self) -> bool {
         self.source == other.source
@@ -67,6 +99,19 @@ mod tests {
         assert!(alt.matches("a") && alt.matches("b") && !alt.matches("ab"));
         assert_eq!(alt.as_str(), "a|b");
         assert_eq!(TopicRegex::new("x").unwrap(), TopicRegex::new("x").unwrap());
+    }
+
+    #[test]
+    fn quoted_spans_are_literal_as_java_pattern_quote_makes_them() {
+        let r = TopicRegex::new("\\Qrx.b\\E").unwrap();
+        assert!(r.matches("rx.b") && !r.matches("rxab"));
+        assert_eq!(r.as_str(), "\\Qrx.b\\E");
+        let r = TopicRegex::new("pre-\\Q(x)*\\E-.*").unwrap();
+        assert!(r.matches("pre-(x)*-1") && !r.matches("pre-x-1"));
+        // Unterminated: literal to the end; other escapes are kept.
+        assert!(TopicRegex::new("\\Qa+").unwrap().matches("a+"));
+        assert!(TopicRegex::new("a\\.b\\Q.\\E").unwrap().matches("a.b."));
+        assert!(!TopicRegex::new("a\\.b").unwrap().matches("axb"));
     }
 
     #[test]
