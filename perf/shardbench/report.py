@@ -160,6 +160,12 @@ def write_report(bench: Bench, out_dir: Path, full: bool) -> Path:
     date = dt.date.today().isoformat()
     stem = f"{date}-{commit}" + ("" if full else "-" + ("quick" if opts.quick else "partial"))
     out_dir.mkdir(parents=True, exist_ok=True)
+    # A second run at the same commit gets its own files (-run2, -run3, ...) instead of
+    # overwriting the first: runs are meant to be read side by side.
+    base, n = stem, 1
+    while (out_dir / f"{stem}.md").exists():
+        n += 1
+        stem = f"{base}-run{n}"
     md_path = out_dir / f"{stem}.md"
     png_path = out_dir / f"{stem}.png"
     R = bench.results
