@@ -95,6 +95,16 @@ impl GroupCoordinator {
         out
     }
 
+    /// The compiled regex `source` if a member of consumer group `group_id` uses it.
+    fn group_regex(&self, group_id: &str, source: &str) -> Option<TopicRegex> {
+        let cg = self.groups.get(group_id)?.as_consumer()?;
+        cg.members
+            .values()
+            .filter_map(|m| m.subscribed_topic_regex.as_ref())
+            .find(|r| r.as_str() == source)
+            .cloned()
+    }
+
     /// What `group_id` looks like before a change, if it is a consumer group.
     pub(super) fn consumer_snapshot(&self, group_id: &str) -> Snapshot {
         match self.groups.get(group_id).and_then(Group::as_consumer) {
@@ -138,11 +148,15 @@ impl GroupCoordinator {
         // v0 has no regex field; an empty regex clears the member's regex, as in Kafka.
         let regex_field = if version >= 1 { req.subscribed_topic_regex.as_ref() } else { None };
         validate_request(req, version, regex_field.is_some())?;
+        // Clients may repeat their regex on every heartbeat: one a member of the group
+        // already uses is taken as compiled (as Kafka compiles only a group's new regexes).
         let regex = match regex_field.map(|r| r.as_str()) {
             Some("") => Some(None),
-            Some(r) => Some(Some(
-                TopicRegex::new(r).map_err(|m| fail(ResponseError::InvalidRegularExpression, m))?,
-            )),
+            Some(r) => Some(Some(match self.group_regex(req.group_id.0.as_str(), r) {
+                Some(known) => known,
+                None => TopicRegex::new(r)
+                    .map_err(|m| fail(ResponseError::InvalidRegularExpression, m))?,
+            })),
             None => None,
         };
         let group_id = req.group_id.0.as_str();
