@@ -295,40 +295,52 @@ impl GroupRecord {
                 _ => GroupRecord::GroupTombstone { group },
             });
         };
-        let mut v = Reader::new(value);
-        let version: u8 = v.get()?;
-        Ok(match (kind, version) {
-            (KEY_OFFSET, VALUE_VERSION) => GroupRecord::Offset {
-                group,
-                topic,
-                partition,
-                offset: v.get()?,
-                leader_epoch: v.get()?,
-                metadata: v.get()?,
-                commit_timestamp_ms: v.get()?,
-                expire_timestamp_ms: v.get()?,
-            },
-            (KEY_GROUP, VALUE_VERSION) => GroupRecord::GroupMetadata {
-                group,
-                protocol_type: v.get()?,
-                generation: v.get()?,
-                protocol: v.get()?,
-                leader: v.get()?,
-                current_state_timestamp_ms: v.get()?,
-                members: v.get()?,
-            },
-            (KEY_GROUP, VALUE_VERSION_CONSUMER_GROUP) => GroupRecord::ConsumerGroup {
-                group,
-                group_epoch: v.get()?,
-                assignment_epoch: v.get()?,
-                current_state_timestamp_ms: v.get()?,
-                subscription_metadata: v.get()?,
-                members: v.get()?,
-                member_regexes: if v.buf.is_empty() { Vec::new() } else { v.get()? },
-            },
-            _ => return Err(DecodeError("unknown value version")),
-        })
+        decode_original_value(kind, group, topic, partition, value)
     }
+}
+
+/// The record of key `kind`/`group`/`topic`/`partition` from a value in shardlog's
+/// original format.
+fn decode_original_value(
+    kind: u8,
+    group: String,
+    topic: String,
+    partition: i32,
+    value: &[u8],
+) -> Result<GroupRecord, DecodeError> {
+    let mut v = Reader::new(value);
+    let version: u8 = v.get()?;
+    Ok(match (kind, version) {
+        (KEY_OFFSET, VALUE_VERSION) => GroupRecord::Offset {
+            group,
+            topic,
+            partition,
+            offset: v.get()?,
+            leader_epoch: v.get()?,
+            metadata: v.get()?,
+            commit_timestamp_ms: v.get()?,
+            expire_timestamp_ms: v.get()?,
+        },
+        (KEY_GROUP, VALUE_VERSION) => GroupRecord::GroupMetadata {
+            group,
+            protocol_type: v.get()?,
+            generation: v.get()?,
+            protocol: v.get()?,
+            leader: v.get()?,
+            current_state_timestamp_ms: v.get()?,
+            members: v.get()?,
+        },
+        (KEY_GROUP, VALUE_VERSION_CONSUMER_GROUP) => GroupRecord::ConsumerGroup {
+            group,
+            group_epoch: v.get()?,
+            assignment_epoch: v.get()?,
+            current_state_timestamp_ms: v.get()?,
+            subscription_metadata: v.get()?,
+            members: v.get()?,
+            member_regexes: if v.buf.is_empty() { Vec::new() } else { v.get()? },
+        },
+        _ => return Err(DecodeError("unknown value version")),
+    })
 }
 
 /// The value of a [`GroupRecord::ConsumerGroup`] in shardlog's format (value version 2),
@@ -345,9 +357,7 @@ pub(super) fn decode_consumer_group_value(
     group: String,
     value: &[u8],
 ) -> Result<GroupRecord, DecodeError> {
-    let mut key = Vec::new();
-    put!(&mut key; KEY_GROUP, group);
-    match GroupRecord::decode(&key, Some(value))? {
+    match decode_original_value(KEY_GROUP, group, String::new(), 0, value)? {
         r @ GroupRecord::ConsumerGroup { .. } => Ok(r),
         _ => Err(DecodeError("not a consumer group value")),
     }
