@@ -32,6 +32,7 @@ fn config() -> LogConfig {
         cache_bytes: 1 << 20,
         shard_cache: None,
         log_append_time: false,
+        zero_fill_max_write: 256 << 10,
     }
 }
 

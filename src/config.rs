@@ -156,6 +156,15 @@ pub struct Config {
     #[arg(long, env = "SHARDLOG_SPIN_BEFORE_PARK_US", default_value_t = 0)]
     pub spin_before_park_us: u64,
 
+    /// Write zeros ahead of an active segment's write position (up to 4 MiB, cut at
+    /// roll, close and recovery) while its appends average fewer than this many bytes
+    /// per write, so that they overwrite blocks in place: on ext4 an O_DIRECT write that
+    /// extends the file goes through an io_uring worker thread (a wake-up and two context
+    /// switches per write), an overwrite does not. Costs a second write of each byte to
+    /// the disk, hence only for small writes. 0: never.
+    #[arg(long, env = "SHARDLOG_ZERO_FILL_MAX_WRITE_BYTES", default_value_t = 256 << 10)]
+    pub zero_fill_max_write_bytes: u64,
+
     /// Log filter (tracing `EnvFilter` syntax), e.g. `info` or `shardlog=debug`.
     #[arg(long, env = "SHARDLOG_LOG", default_value = "info")]
     pub log: String,

@@ -25,9 +25,12 @@ pub mod producer_state;
 pub mod recovery;
 pub mod segment;
 pub mod watch;
+pub mod zero_fill;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod zero_fill_tests;
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -70,6 +73,10 @@ pub struct LogConfig {
     /// `message.timestamp.type=LogAppendTime`: the broker stamps each batch's max
     /// timestamp with the append time.
     pub log_append_time: bool,
+    /// Write zeros ahead of the active segment's write position, so appends overwrite
+    /// blocks in place instead of extending the file, while its data writes average
+    /// fewer than this many bytes (see [`zero_fill`]); 0: never.
+    pub zero_fill_max_write: u64,
 }
 
 /// Result of a successful append (ProduceResponse partition fields).
@@ -470,6 +477,7 @@ impl PartitionLog {
             return Err(io::Error::new(e.0, e.1.clone()));
         }
         let active = self.active();
+        active.zero_fill.settle().await?;
         active.file.fdatasync().await.map_err(io::Error::from)?;
         active.file.truncate(active.size.get()).await.map_err(io::Error::from)?;
         active.finish_time_index();
@@ -575,6 +583,8 @@ impl PartitionLog {
             b[used..].fill(0);
             b[used - used % align..used].to_vec()
         };
+        let end = start + buf_len as u64;
+        seg.zero_fill.before_write(end).await?;
         let n = seg.file.write_at(dma, start).await.map_err(io::Error::from)?;
         if n < buf_len {
             return Err(io::Error::new(
@@ -582,6 +592,9 @@ impl PartitionLog {
                 format!("short DMA write: {n} of {buf_len} bytes"),
             ));
         }
+        let limit = self.config.segment_bytes.div_ceil(align as u64) * align as u64;
+        let max_write = self.config.zero_fill_max_write;
+        seg.zero_fill.after_write(&seg.file, new_bytes as u64, end, limit, max_write);
         let mut pos = size;
         for p in group {
             seg.note_batch(pos, &p.header, self.config.index_interval_bytes);
@@ -596,6 +609,7 @@ impl PartitionLog {
     /// files, producer snapshot) and starts a new one based at `base`.
     async fn roll(&self, base: i64) -> io::Result<()> {
         let old = self.active();
+        old.zero_fill.settle().await?;
         old.file.truncate(old.size.get()).await.map_err(io::Error::from)?;
         if self.config.flush != FlushPolicy::Never {
             old.file.fdatasync().await.map_err(io::Error::from)?;

@@ -56,15 +56,16 @@ async fn scan_and_repair(seg: &Segment, interval: u64) -> io::Result<u64> {
     let (valid, stop) = seg.scan(0, file_end, |pos, h| seg.note_batch(pos, h, interval)).await?;
     let cut = file_end - valid;
     if cut > 0 {
-        // The zero fill after the last batch of a segment that was not closed (less than
-        // one DMA block) is the normal end of the data, not damage.
-        if stop == ScanStop::ZeroPadding && cut < seg.alignment() {
+        // Zeros after the last batch of a segment that was not closed (the padding to
+        // the DMA alignment, and the zero fill written ahead, see `zero_fill`) are the
+        // normal end of the data, not damage.
+        if stop == ScanStop::ZeroPadding {
             tracing::info!(
                 dir = %seg.dir.display(),
                 segment = seg.base_offset,
                 valid_bytes = valid,
                 truncated_bytes = cut,
-                "trimming zero padding after the last batch (end of data)"
+                "trimming the zeros after the last batch (end of data)"
             );
         } else {
             tracing::warn!(
@@ -78,6 +79,7 @@ async fn scan_and_repair(seg: &Segment, interval: u64) -> io::Result<u64> {
         }
         seg.file.truncate(valid).await.map_err(io::Error::from)?;
         seg.size.set(valid);
+        seg.zero_fill.truncated(valid);
     }
     Ok(cut)
 }

@@ -12,6 +12,7 @@ use glommio::io::{DmaFile, OpenOptions, ReadResult};
 use glommio::task::JoinHandle;
 
 use super::index::{OffsetIndex, TimeIndex};
+use super::zero_fill::ZeroFill;
 use crate::protocol::batch::{
     BatchIter, BatchScan, RecordBatchHeader, ScanStop, RECORD_BATCH_OVERHEAD,
 };
@@ -31,8 +32,8 @@ fn invalid(msg: String) -> io::Error {
 }
 
 /// A segment file and its indexes. `size` is the logical size: the end of the last whole batch
-/// written (the file itself may be longer by zero padding to the DMA alignment until it is
-/// truncated at roll/close). Lives on the partition's owning shard only, inside its `PartitionLog`.
+/// written (the file itself may be longer by zero padding to the DMA alignment and by the
+/// zero fill written ahead, see [`ZeroFill`], until it is truncated at roll/close). Lives on the partition's owning shard only, inside its `PartitionLog`.
 #[derive(Debug)]
 pub struct Segment {
     /// Offset of the first batch in the segment (also its name).
@@ -65,6 +66,8 @@ pub struct Segment {
     /// Reads that waited for a DMA read issued on demand (not served from memory or from
     /// a background read); a sequential consumer should cause one per segment.
     pub demand_reads: Cell<u64>,
+    /// Zeros written ahead of the write position (active segment).
+    pub zero_fill: ZeroFill,
 }
 
 /// Bytes read past what a fetch asked for; see [`Segment::read_bytes`].
@@ -144,6 +147,7 @@ impl Segment {
             readahead: RefCell::default(),
             prefetch: RefCell::default(),
             demand_reads: Cell::new(0),
+            zero_fill: ZeroFill::new(size),
         }
     }
 

@@ -11,7 +11,7 @@ use crate::error::ResponseError;
 use crate::protocol::batch::testing::{build_batch, BatchSpec};
 use crate::protocol::batch::{scan_batches, verify_crc, RecordBatchHeader};
 
-fn run<F, Fut>(f: F)
+pub(super) fn run<F, Fut>(f: F)
 where
     F: FnOnce(PathBuf) -> Fut + Send + 'static,
     Fut: std::future::Future<Output = ()> + 'static,
@@ -27,7 +27,7 @@ where
     drop(tmp);
 }
 
-fn cfg() -> LogConfig {
+pub(super) fn cfg() -> LogConfig {
     LogConfig {
         segment_bytes: 1 << 30,
         index_interval_bytes: 4096,
@@ -36,11 +36,12 @@ fn cfg() -> LogConfig {
         cache_bytes: 1 << 20,
         shard_cache: None,
         log_append_time: false,
+        zero_fill_max_write: 256 << 10,
     }
 }
 
 /// A batch of `n` records with `value_len`-byte values, timestamps ts..ts+n-1.
-fn batch(n: usize, value_len: usize, ts: i64) -> Bytes {
+pub(super) fn batch(n: usize, value_len: usize, ts: i64) -> Bytes {
     Bytes::from(build_batch(&BatchSpec {
         base_offset: 0,
         records: n,

@@ -337,6 +337,7 @@ fn log_config(config: &Config) -> LogConfig {
         cache_bytes: 64 << 10,
         shard_cache: None,
         log_append_time: false,
+        zero_fill_max_write: config.zero_fill_max_write_bytes,
     }
 }
 

@@ -242,6 +242,7 @@ impl Shard {
             cache_bytes: self.config.partition_cache_bytes.unwrap_or(usize::MAX),
             shard_cache: Some(self.cache.clone()),
             log_append_time: topic.log_append_time,
+            zero_fill_max_write: self.config.zero_fill_max_write_bytes,
         }
     }
 
