@@ -80,6 +80,33 @@ pub struct Config {
     #[arg(long, env = "SHARDLOG_DEFAULT_PARTITIONS", default_value_t = 1)]
     pub default_partitions: i32,
 
+    /// Default `retention.ms` of topics (Kafka `log.retention.ms`; 7 days): sealed
+    /// segments whose newest record is older are deleted; -1 keeps them forever.
+    #[arg(
+        long,
+        env = "SHARDLOG_LOG_RETENTION_MS",
+        default_value_t = 604_800_000,
+        allow_negative_numbers = true
+    )]
+    pub log_retention_ms: i64,
+
+    /// Default `retention.bytes` of topics (Kafka `log.retention.bytes`): the oldest
+    /// sealed segments of a partition are deleted while it stays at least this large;
+    /// -1: no size limit.
+    #[arg(long, env = "SHARDLOG_LOG_RETENTION_BYTES", default_value_t = -1, allow_negative_numbers = true)]
+    pub log_retention_bytes: i64,
+
+    /// Default `segment.ms` of topics (Kafka `log.roll.ms`; 7 days): an append to an
+    /// active segment older than this (by the broker's clock at its first append) rolls
+    /// a new one, so that retention can delete the old data.
+    #[arg(long, env = "SHARDLOG_LOG_SEGMENT_MS", default_value_t = 604_800_000)]
+    pub log_segment_ms: i64,
+
+    /// How often each shard applies retention to its partitions, ms (Kafka
+    /// `log.retention.check.interval.ms`).
+    #[arg(long, env = "SHARDLOG_LOG_RETENTION_CHECK_INTERVAL_MS", default_value_t = 300_000)]
+    pub log_retention_check_interval_ms: u64,
+
     /// Segment size in bytes before a new segment is rolled (Kafka `log.segment.bytes`).
     #[arg(long, env = "SHARDLOG_SEGMENT_BYTES", default_value_t = 1 << 30)]
     pub segment_bytes: u64,

@@ -1,11 +1,12 @@
-//! Topic-level configs: which names Kafka accepts, their defaults, and the few that
-//! shardlog enforces today (`max.message.bytes`, `segment.bytes`,
-//! `message.timestamp.type`). `retention.ms` and `retention.bytes` are validated and
-//! stored; retention is enforced by a later change.
+//! Topic-level configs: which names Kafka accepts, their defaults, and the ones that
+//! shardlog enforces today (`max.message.bytes`, `segment.bytes`, `segment.ms`,
+//! `message.timestamp.type`, `retention.ms`, `retention.bytes`, `cleanup.policy`'s
+//! `delete`); the others are validated and stored.
 
 use std::collections::BTreeMap;
 
 use crate::config::Config;
+use crate::log::retention::RetentionPolicy;
 
 /// Kafka's topic configs (`org.apache.kafka.common.config.TopicConfig`) with their
 /// broker default when the broker config does not override them. `None` means the
@@ -32,12 +33,12 @@ const KNOWN: &[(&str, Option<&str>)] = &[
     ("min.insync.replicas", Some("1")),
     ("preallocate", Some("false")),
     ("remote.storage.enable", Some("false")),
-    ("retention.bytes", Some("-1")),
-    ("retention.ms", Some("604800000")),
+    ("retention.bytes", None),
+    ("retention.ms", None),
     ("segment.bytes", None),
     ("segment.index.bytes", Some("10485760")),
     ("segment.jitter.ms", Some("0")),
-    ("segment.ms", Some("604800000")),
+    ("segment.ms", None),
     ("unclean.leader.election.enable", Some("false")),
 ];
 
@@ -52,6 +53,9 @@ pub fn default_value(name: &str, config: &Config) -> Option<String> {
         "max.message.bytes" => Some(config.max_message_bytes.to_string()),
         "segment.bytes" => Some(config.segment_bytes.to_string()),
         "index.interval.bytes" => Some(config.index_interval_bytes.to_string()),
+        "retention.ms" => Some(config.log_retention_ms.to_string()),
+        "retention.bytes" => Some(config.log_retention_bytes.to_string()),
+        "segment.ms" => Some(config.log_segment_ms.to_string()),
         _ => KNOWN.iter().find(|(n, _)| *n == name).and_then(|(_, v)| v.map(str::to_string)),
     }
 }
@@ -123,6 +127,10 @@ pub struct EffectiveTopicConfig {
     pub index_interval_bytes: u64,
     /// `message.timestamp.type=LogAppendTime`.
     pub log_append_time: bool,
+    /// `segment.ms`: roll the active segment once it is this old, ms.
+    pub segment_ms: i64,
+    /// `retention.ms`, `retention.bytes` and whether `cleanup.policy` includes `delete`.
+    pub retention: RetentionPolicy,
 }
 
 impl EffectiveTopicConfig {
@@ -140,6 +148,19 @@ impl EffectiveTopicConfig {
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(config.index_interval_bytes),
             log_append_time: get("message.timestamp.type") == Some("LogAppendTime"),
+            segment_ms: get("segment.ms")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(config.log_segment_ms),
+            retention: RetentionPolicy {
+                retention_ms: get("retention.ms")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(config.log_retention_ms),
+                retention_bytes: get("retention.bytes")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(config.log_retention_bytes),
+                delete: get("cleanup.policy")
+                    .is_none_or(|v| v.split(',').any(|p| p.trim() == "delete")),
+            },
         }
     }
 }

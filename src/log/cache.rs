@@ -158,6 +158,17 @@ impl ShardCache {
         }
     }
 
+    /// Drops partition `id`'s batches that end below `offset` (retention moved its log
+    /// start offset past them).
+    pub fn evict_below(&mut self, id: PartitionId, offset: i64) {
+        while let Some(p) = self.parts.get(&id) {
+            match p.batches.first_key_value() {
+                Some((_, b)) if b.last_offset < offset => self.evict_one(id),
+                _ => break,
+            }
+        }
+    }
+
     /// Drops everything one partition caches (it stays registered).
     pub fn clear(&mut self, id: PartitionId) {
         if let Some(p) = self.parts.get_mut(&id) {

@@ -23,10 +23,13 @@ pub mod cache;
 pub mod index;
 pub mod producer_state;
 pub mod recovery;
+pub mod retention;
 pub mod segment;
 pub mod watch;
 pub mod zero_fill;
 
+#[cfg(test)]
+mod retention_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -77,6 +80,11 @@ pub struct LogConfig {
     /// blocks in place instead of extending the file, while its data writes average
     /// fewer than this many bytes (see [`zero_fill`]); 0: never.
     pub zero_fill_max_write: u64,
+    /// `segment.ms`: an append to an active segment whose first append (after it was
+    /// created or the log opened) is more than this many ms ago rolls a new segment
+    /// (Kafka bases this on the first batch's timestamp; the broker's clock keeps
+    /// producers with old timestamps from rolling a segment per batch).
+    pub segment_ms: i64,
 }
 
 /// Result of a successful append (ProduceResponse partition fields).
@@ -154,6 +162,8 @@ struct State {
     planned_base: i64,
     pending: VecDeque<Pending>,
     producers: ProducerState,
+    /// Broker time (ms) of the first append to the segment the next batch goes to.
+    planned_first_append: Option<i64>,
 }
 
 /// The storage engine of one partition. Lives on the partition's owning shard only
@@ -223,6 +233,7 @@ impl PartitionLog {
                 planned_base: active.base_offset,
                 pending: VecDeque::new(),
                 producers: rec.producers,
+                planned_first_append: None,
             }),
             log_start: Cell::new(rec.segments[0].base_offset),
             segments: RefCell::new(rec.segments),
@@ -305,13 +316,19 @@ impl PartitionLog {
                         hdr.attributes |= batch::ATTR_LOG_APPEND_TIME;
                     }
                     st.producers.record(&hdr);
+                    let aged = st
+                        .planned_first_append
+                        .is_some_and(|t| now_ms.saturating_sub(t) > self.config.segment_ms);
                     let roll = st.planned_size > 0
                         && (st.planned_size + size as u64 > self.config.segment_bytes
-                            || hdr.last_offset() - st.planned_base > u32::MAX as i64);
+                            || hdr.last_offset() - st.planned_base > u32::MAX as i64
+                            || aged);
                     if roll {
                         st.planned_size = 0;
                         st.planned_base = base;
+                        st.planned_first_append = None;
                     }
+                    st.planned_first_append.get_or_insert(now_ms);
                     st.planned_size += size as u64;
                     st.leo = hdr.next_offset();
                     self.cache.borrow_mut().insert(

@@ -338,6 +338,7 @@ fn log_config(config: &Config) -> LogConfig {
         shard_cache: None,
         log_append_time: false,
         zero_fill_max_write: config.zero_fill_max_write_bytes,
+        segment_ms: i64::MAX,
     }
 }
 

@@ -7,10 +7,12 @@
 //! - [`control`]: catalog changes and producer-id allocation, run on the control
 //!   shard ([`CONTROL_SHARD`]) only.
 //! - [`groups`]: the group coordinator runtime of each shard and its internal logs.
+//! - [`retention`]: the periodic retention pass over the shard's partitions.
 
 pub mod control;
 pub mod groups;
 pub mod messages;
+pub mod retention;
 pub mod serve;
 pub mod state;
 

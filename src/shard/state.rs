@@ -98,6 +98,11 @@ impl Shard {
         self.logs.borrow().get(&(topic.to_string(), partition)).cloned()
     }
 
+    /// Every data partition log this shard owns, with its (topic, partition).
+    pub fn owned_logs(&self) -> Vec<((String, i32), Rc<OwnedLog>)> {
+        self.logs.borrow().iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+
     /// The log to read `topic`/`partition` from on this shard: an owned data partition,
     /// or for the internal topic `__consumer_offsets` the group log of that offsets
     /// partition (created empty on first use; `None` if it cannot be created or another
@@ -243,6 +248,7 @@ impl Shard {
             shard_cache: Some(self.cache.clone()),
             log_append_time: topic.log_append_time,
             zero_fill_max_write: self.config.zero_fill_max_write_bytes,
+            segment_ms: topic.segment_ms,
         }
     }
 

@@ -1,0 +1,104 @@
+//! Retention: deleting whole segments from the start of a partition's log once they are
+//! older than `retention.ms` or the log is larger than `retention.bytes`, as Kafka's log
+//! manager does (`UnifiedLog.deleteOldSegments`), and rolling the active segment by age
+//! (`segment.ms`) so that old data does not stay in it forever.
+//!
+//! Only sealed segments are deleted; the log start offset becomes the base offset of the
+//! oldest segment left, so it is persisted by the files themselves (a restart finds the
+//! same first segment) and never moves back. Reads below it get OFFSET_OUT_OF_RANGE and
+//! ListOffsets(earliest) returns it.
+
+use std::io;
+use std::rc::Rc;
+
+use super::segment::{segment_path, Segment};
+use super::PartitionLog;
+
+/// What a partition keeps, from its topic's configs (or the broker defaults).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetentionPolicy {
+    /// `retention.ms`: a sealed segment whose largest record timestamp is more than this
+    /// many ms before now is deleted (with every segment before it); -1: no time limit.
+    pub retention_ms: i64,
+    /// `retention.bytes`: the oldest sealed segments are deleted while the log without
+    /// them still holds at least this many bytes; -1: no size limit.
+    pub retention_bytes: i64,
+    /// `cleanup.policy` includes `delete` (a `compact`-only topic keeps everything here).
+    pub delete: bool,
+}
+
+/// What one retention pass deleted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Deleted {
+    /// Segments deleted.
+    pub segments: usize,
+    /// Their bytes.
+    pub bytes: u64,
+    /// The log start offset after the pass.
+    pub log_start_offset: i64,
+}
+
+impl PartitionLog {
+    /// Deletes the sealed segments `policy` no longer keeps, oldest first, stopping at
+    /// the first one it keeps; never the active segment. `now_ms` is the broker's clock
+    /// (ms since the epoch). Errors: removing a segment's files failed (the segment is
+    /// already out of the log then; the error is the first file that could not go).
+    pub async fn enforce_retention(
+        &self,
+        policy: &RetentionPolicy,
+        now_ms: i64,
+    ) -> io::Result<Deleted> {
+        let mut deleted = Deleted { log_start_offset: self.log_start.get(), ..Deleted::default() };
+        if !policy.delete || self.closed.get() {
+            return Ok(deleted);
+        }
+        let doomed: Vec<Rc<Segment>> = {
+            let segs = self.segments.borrow();
+            let sealed = &segs[..segs.len() - 1];
+            let mut total: u64 = segs.iter().map(|s| s.size.get()).sum();
+            let mut n = 0;
+            for seg in sealed {
+                let too_old = policy.retention_ms >= 0
+                    && seg
+                        .max_ts
+                        .get()
+                        .is_some_and(|(ts, _)| now_ms.saturating_sub(ts) > policy.retention_ms);
+                let too_big = policy.retention_bytes >= 0
+                    && total - seg.size.get() >= policy.retention_bytes as u64;
+                if !(too_old || too_big) {
+                    break;
+                }
+                total -= seg.size.get();
+                n += 1;
+            }
+            segs[..n].to_vec()
+        };
+        let Some(last) = doomed.last() else { return Ok(deleted) };
+        let new_start = last.next_offset.get();
+        {
+            let mut segs = self.segments.borrow_mut();
+            segs.drain(..doomed.len());
+            self.log_start.set(segs[0].base_offset.max(new_start));
+        }
+        self.cache.borrow_mut().evict_below(self.cache_id, self.log_start.get());
+        deleted.log_start_offset = self.log_start.get();
+        let mut first_error = None;
+        for seg in doomed {
+            deleted.segments += 1;
+            deleted.bytes += seg.size.get();
+            for ext in ["log", "index", "timeindex"] {
+                match std::fs::remove_file(segment_path(&self.dir, seg.base_offset, ext)) {
+                    Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                        first_error.get_or_insert(e);
+                    }
+                    _ => {}
+                }
+            }
+            // Reads in flight hold their own `Rc<Segment>`; the file closes after them.
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(deleted),
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! Retention (`retention.rs`) and the `segment.ms` roll, through `PartitionLog`.
+
+use std::path::Path;
+
+use super::retention::{Deleted, RetentionPolicy};
+use super::tests::{batch, cfg, run};
+use super::*;
+
+/// 12 one-record batches of ~1 KiB: four segments of three (segment.bytes 4096), the
+/// first six with timestamp 1,000, the rest 50,000.
+async fn twelve(dir: &Path) -> Rc<PartitionLog> {
+    let mut c = cfg();
+    c.segment_bytes = 4096;
+    let log = PartitionLog::open(dir.to_path_buf(), c).await.unwrap();
+    for i in 0..12 {
+        let ts = if i < 6 { 1_000 } else { 50_000 };
+        log.append(batch(1, 1000, ts), 0).await.unwrap();
+    }
+    assert_eq!(
+        log.segments.borrow().iter().map(|s| s.base_offset).collect::<Vec<_>>(),
+        vec![0, 3, 6, 9]
+    );
+    log
+}
+
+fn files(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".log"))
+        .collect();
+    v.sort();
+    v
+}
+
+const KEEP: RetentionPolicy =
+    RetentionPolicy { retention_ms: -1, retention_bytes: -1, delete: true };
+
+#[test]
+fn segments_older_than_retention_ms_are_deleted_and_the_start_moves_for_good() {
+    run(|dir| async move {
+        let log = twelve(&dir).await;
+        let policy = RetentionPolicy { retention_ms: 60_000, ..KEEP };
+        let d = log.enforce_retention(&policy, 100_000).await.unwrap();
+        let s = log.segments.borrow()[0].size.get(); // every segment holds 3 equal batches
+        assert_eq!(d, Deleted { segments: 2, bytes: 2 * s, log_start_offset: 6 });
+        assert_eq!(log.log_start_offset(), 6);
+        assert!(matches!(log.read(5, 1 << 20).await, Err(ReadError::OffsetOutOfRange)));
+        assert_eq!(headers_base(&log.read(6, 1 << 20).await.unwrap()), 6);
+        assert_eq!(files(&dir), ["00000000000000000006.log", "00000000000000000009.log"]);
+        // A second pass deletes nothing more: the rest is younger than 60 s.
+        assert_eq!(log.enforce_retention(&policy, 100_000).await.unwrap().segments, 0);
+        log.close().await.unwrap();
+        let log = PartitionLog::open(dir.clone(), cfg()).await.unwrap();
+        assert_eq!(log.log_start_offset(), 6);
+        assert_eq!(log.high_watermark(), 12);
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
+fn retention_bytes_keeps_at_least_that_many_bytes() {
+    run(|dir| async move {
+        let log = twelve(&dir).await;
+        let s = log.segments.borrow()[0].size.get();
+        // 12 batches in 4 segments of 3; keep at least 6 batches' worth: two segments go.
+        let policy = RetentionPolicy { retention_bytes: (2 * s) as i64, ..KEEP };
+        let d = log.enforce_retention(&policy, 0).await.unwrap();
+        assert_eq!((d.segments, d.log_start_offset), (2, 6));
+        // Two segments left (2s bytes); keeping more than one segment's worth means the
+        // older one must stay.
+        let policy = RetentionPolicy { retention_bytes: (s + 1) as i64, ..KEEP };
+        assert_eq!(log.enforce_retention(&policy, 0).await.unwrap().segments, 0);
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
+fn the_active_segment_and_compacted_topics_are_never_deleted() {
+    run(|dir| async move {
+        let log = twelve(&dir).await;
+        let compact = RetentionPolicy { retention_ms: 0, retention_bytes: 0, delete: false };
+        assert_eq!(log.enforce_retention(&compact, 100_000).await.unwrap().segments, 0);
+        let all = RetentionPolicy { retention_ms: 0, retention_bytes: 0, delete: true };
+        let d = log.enforce_retention(&all, 100_000).await.unwrap();
+        assert_eq!((d.segments, d.log_start_offset), (3, 9));
+        assert_eq!(files(&dir), ["00000000000000000009.log"]);
+        // Appends go on after it.
+        assert_eq!(log.append(batch(1, 10, 0), 0).await.unwrap().base_offset, 12);
+        assert_eq!(headers_base(&log.read(9, 1 << 20).await.unwrap()), 9);
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
+fn an_append_to_a_segment_older_than_segment_ms_rolls_it() {
+    run(|dir| async move {
+        let mut c = cfg();
+        c.segment_ms = 1_000;
+        let log = PartitionLog::open(dir.clone(), c).await.unwrap();
+        log.append(batch(1, 10, 0), 10_000).await.unwrap();
+        log.append(batch(1, 10, 0), 11_000).await.unwrap(); // exactly 1,000 ms: no roll
+        log.append(batch(1, 10, 0), 11_001).await.unwrap();
+        log.append(batch(1, 10, 0), 11_500).await.unwrap();
+        let bases: Vec<i64> = log.segments.borrow().iter().map(|s| s.base_offset).collect();
+        assert_eq!(bases, vec![0, 2]);
+        log.close().await.unwrap();
+    });
+}
+
+/// Base offset of the first batch in `b`.
+fn headers_base(b: &[u8]) -> i64 {
+    crate::protocol::batch::RecordBatchHeader::parse(b).unwrap().base_offset
+}
