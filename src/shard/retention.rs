@@ -1,6 +1,6 @@
 //! The retention task of a shard: every `--log-retention-check-interval-ms` it applies
 //! each owned partition's `retention.ms` / `retention.bytes` (its topic's configs, else
-//! the broker defaults) through [`PartitionLog::enforce_retention`], on the core that
+//! the broker defaults) through [`crate::log::PartitionLog::enforce_retention`], on the core that
 //! owns the log, between requests. Internal logs (the group offsets) are not touched.
 
 use std::rc::Rc;
