@@ -206,6 +206,15 @@ impl Config {
                 self.max_request_bytes
             ));
         }
+        if self.log_segment_ms < 1 {
+            return Err(format!(
+                "--log-segment-ms must be at least 1, got {}",
+                self.log_segment_ms
+            ));
+        }
+        if self.log_retention_ms < -1 || self.log_retention_bytes < -1 {
+            return Err("--log-retention-ms and --log-retention-bytes must be -1 or more".into());
+        }
         if self.segment_bytes < 1 << 20 {
             return Err(format!(
                 "--segment-bytes must be at least 1048576 (1 MiB), got {}",

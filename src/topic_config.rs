@@ -80,7 +80,11 @@ pub fn validate(name: &str, value: Option<&str>) -> Result<(), String> {
         "segment.bytes" => {
             value.parse::<i32>().ok().filter(|v| *v >= 1 << 20).map(|_| ()).ok_or_else(bad)
         }
-        "retention.ms" | "retention.bytes" | "local.retention.ms" | "local.retention.bytes" => {
+        "retention.ms" | "retention.bytes" => {
+            value.parse::<i64>().ok().filter(|v| *v >= -1).map(|_| ()).ok_or_else(bad)
+        }
+        "segment.ms" => value.parse::<i64>().ok().filter(|v| *v >= 1).map(|_| ()).ok_or_else(bad),
+        "local.retention.ms" | "local.retention.bytes" => {
             value.parse::<i64>().ok().filter(|v| *v >= -2).map(|_| ()).ok_or_else(bad)
         }
         "message.timestamp.type" => match value {

@@ -494,7 +494,7 @@ impl PartitionLog {
             return Err(io::Error::new(e.0, e.1.clone()));
         }
         let active = self.active();
-        active.zero_fill.settle().await?;
+        active.zero_fill.settle().await;
         active.file.fdatasync().await.map_err(io::Error::from)?;
         active.file.truncate(active.size.get()).await.map_err(io::Error::from)?;
         active.finish_time_index();
@@ -601,7 +601,7 @@ impl PartitionLog {
             b[used - used % align..used].to_vec()
         };
         let end = start + buf_len as u64;
-        seg.zero_fill.before_write(end).await?;
+        seg.zero_fill.before_write(end).await;
         let n = seg.file.write_at(dma, start).await.map_err(io::Error::from)?;
         if n < buf_len {
             return Err(io::Error::new(
@@ -626,7 +626,7 @@ impl PartitionLog {
     /// files, producer snapshot) and starts a new one based at `base`.
     async fn roll(&self, base: i64) -> io::Result<()> {
         let old = self.active();
-        old.zero_fill.settle().await?;
+        old.zero_fill.settle().await;
         old.file.truncate(old.size.get()).await.map_err(io::Error::from)?;
         if self.config.flush != FlushPolicy::Never {
             old.file.fdatasync().await.map_err(io::Error::from)?;

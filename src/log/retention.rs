@@ -1,7 +1,9 @@
 //! Retention: deleting whole segments from the start of a partition's log once they are
 //! older than `retention.ms` or the log is larger than `retention.bytes`, as Kafka's log
 //! manager does (`UnifiedLog.deleteOldSegments`), and rolling the active segment by age
-//! (`segment.ms`) so that old data does not stay in it forever.
+//! (`segment.ms`, on the next append) so that old data can leave it. Unlike Kafka, the
+//! active segment itself is never deleted: a partition that receives nothing keeps its
+//! last segment until an append rolls it.
 //!
 //! Only sealed segments are deleted; the log start offset becomes the base offset of the
 //! oldest segment left, so it is persisted by the files themselves (a restart finds the
@@ -79,6 +81,18 @@ impl PartitionLog {
             let mut segs = self.segments.borrow_mut();
             segs.drain(..doomed.len());
             self.log_start.set(segs[0].base_offset.max(new_start));
+            // The log's largest timestamp (ListOffsets -3) may have gone with them.
+            let max_ts =
+                segs.iter().filter_map(|s| s.max_ts.get()).reduce(
+                    |a, b| {
+                        if b.0 > a.0 {
+                            b
+                        } else {
+                            a
+                        }
+                    },
+                );
+            self.max_ts.set(max_ts);
         }
         self.cache.borrow_mut().evict_below(self.cache_id, self.log_start.get());
         deleted.log_start_offset = self.log_start.get();

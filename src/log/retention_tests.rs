@@ -108,6 +108,24 @@ fn an_append_to_a_segment_older_than_segment_ms_rolls_it() {
     });
 }
 
+#[test]
+fn the_largest_timestamp_leaves_with_its_segment() {
+    run(|dir| async move {
+        let mut c = cfg();
+        c.segment_bytes = 4096;
+        let log = PartitionLog::open(dir.clone(), c).await.unwrap();
+        for ts in [90_000, 1, 1, 2, 2, 2, 2] {
+            log.append(batch(1, 1000, ts), 0).await.unwrap();
+        }
+        assert_eq!(log.max_timestamp().await.unwrap(), Some((0, 90_000)));
+        let policy = RetentionPolicy { retention_bytes: 1, ..KEEP };
+        assert_eq!(log.enforce_retention(&policy, 0).await.unwrap().log_start_offset, 6);
+        // The earliest record with the largest timestamp left, at offset 6.
+        assert_eq!(log.max_timestamp().await.unwrap(), Some((6, 2)));
+        log.close().await.unwrap();
+    });
+}
+
 /// Base offset of the first batch in `b`.
 fn headers_base(b: &[u8]) -> i64 {
     crate::protocol::batch::RecordBatchHeader::parse(b).unwrap().base_offset

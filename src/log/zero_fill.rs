@@ -20,12 +20,15 @@
 //!
 //! Chunks grow with the segment (the written size rounded up to a power of two, from
 //! [`MIN_CHUNK`] to [`MAX_CHUNK`]), so a quiet partition holds at most [`MIN_CHUNK`] of
-//! zeros and a busy one at most [`MAX_CHUNK`]; never past the segment's size limit. The
+//! zeros while the segment is small and a large one up to two [`MAX_CHUNK`]s; never past
+//! the segment's size limit. The
 //! zeros after the last batch are cut when the segment is rolled or closed, and by
 //! recovery after a crash (a zero batch header is the end of the data).
 //!
 //! Invariant: a data write never overlaps a zero write in flight (it waits for it), so
-//! zeros never land on data.
+//! zeros never land on data. A failed zero write only turns the zero fill of its segment
+//! off. Up to about two chunks (8 MiB) of zeros can sit ahead of the data: a new chunk
+//! is added when less than one is left.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -56,6 +59,9 @@ pub struct ZeroFill {
     inflight: RefCell<Option<(u64, JoinHandle<io::Result<()>>)>>,
     /// Moving average of the bytes each data write added, times 8 (weight 1/8 per write).
     avg_write_x8: Cell<u64>,
+    /// A zero write failed (say, ENOSPC): no more for this segment. Zeros are only an
+    /// optimisation, so their failure never fails the log; data writes report their own.
+    off: Cell<bool>,
 }
 
 impl ZeroFill {
@@ -71,12 +77,11 @@ impl ZeroFill {
 
     /// Call before a data write ending at file position `end` (exclusive, bytes): waits
     /// for the zero write in flight if the data write would overlap it.
-    pub async fn before_write(&self, end: u64) -> io::Result<()> {
+    pub async fn before_write(&self, end: u64) {
         let overlaps = matches!(&*self.inflight.borrow(), Some((start, _)) if end > *start);
         if overlaps {
-            self.settle().await?;
+            self.settle().await;
         }
-        Ok(())
     }
 
     /// Call after a data write that added `written` bytes and ended at file position
@@ -98,6 +103,7 @@ impl ZeroFill {
         let frontier = self.frontier.get().max(end);
         self.frontier.set(frontier);
         if avg / 8 >= max_write
+            || self.off.get()
             || self.inflight.borrow().is_some()
             || frontier >= limit
             || !frontier.is_multiple_of(file.alignment())
@@ -125,14 +131,21 @@ impl ZeroFill {
         self.frontier.set(frontier + len);
     }
 
-    /// Waits for the zero write in flight, if any (before a truncate or close). Errors:
-    /// the zero write's I/O error.
-    pub async fn settle(&self) -> io::Result<()> {
+    /// Waits for the zero write in flight, if any (before a data write that overlaps
+    /// it, a truncate or a close). A failed zero write is logged and turns the zero fill
+    /// of this segment off; the data writes that follow extend the file as without it.
+    pub async fn settle(&self) {
         let inflight = self.inflight.borrow_mut().take();
-        if let Some((_, task)) = inflight {
-            task.await.unwrap_or(Ok(()))?;
+        if let Some((start, task)) = inflight {
+            if let Some(Err(e)) = task.await {
+                tracing::warn!(
+                    position = start,
+                    error = %e,
+                    "zero fill write failed; appends to this segment extend the file instead"
+                );
+                self.off.set(true);
+            }
         }
-        Ok(())
     }
 }
 

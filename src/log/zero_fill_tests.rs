@@ -25,7 +25,7 @@ fn zeros_are_written_one_chunk_ahead_and_cut_at_close() {
         let size = b.len() as u64;
         assert!(size > 8192 && size <= 10240);
         log.append(b.clone(), 0).await.unwrap();
-        log.active().zero_fill.settle().await.unwrap();
+        log.active().zero_fill.settle().await;
         // The data write ended at the batch's end rounded up to the DMA alignment; the
         // first chunk is 64 KiB.
         let align = log.active().alignment();
@@ -38,7 +38,7 @@ fn zeros_are_written_one_chunk_ahead_and_cut_at_close() {
         // power of two, 64 KiB to 4 MiB) of zeros ahead of the data, and less than two.
         for k in 2..=40u64 {
             log.append(b.clone(), 0).await.unwrap();
-            log.active().zero_fill.settle().await.unwrap();
+            log.active().zero_fill.settle().await;
             let end = (k * size).div_ceil(align) * align;
             let chunk = end.next_power_of_two().clamp(zero_fill::MIN_CHUNK, zero_fill::MAX_CHUNK);
             let ahead = file_len(&dir, 0) - end;
@@ -75,7 +75,7 @@ fn a_crash_leaves_zeros_that_recovery_cuts_keeping_every_batch() {
         assert_eq!(hw, 1200);
         let expect = log.read(0, 64 << 20).await.unwrap();
         let size = log.active().size.get();
-        log.active().zero_fill.settle().await.unwrap();
+        log.active().zero_fill.settle().await;
         let align = log.active().alignment();
         assert!(file_len(&dir, 0) > size.div_ceil(align) * align, "zeros ahead of the data");
         drop(log); // no close: like a kill -9
@@ -86,7 +86,7 @@ fn a_crash_leaves_zeros_that_recovery_cuts_keeping_every_batch() {
         assert_eq!(log.read(0, 64 << 20).await.unwrap(), expect);
         // Appending goes on after the data, and the zeros come back ahead of it.
         assert_eq!(log.append(batch(2, 10, 0), 0).await.unwrap().base_offset, 1200);
-        log.active().zero_fill.settle().await.unwrap();
+        log.active().zero_fill.settle().await;
         assert!(file_len(&dir, 0) > size);
         let all = log.read(0, 64 << 20).await.unwrap();
         assert_eq!(&all[..expect.len()], &expect[..]);
@@ -104,7 +104,7 @@ fn zeros_stop_at_the_segment_size_and_roll_cuts_them() {
         for _ in 0..3 {
             log.append(b.clone(), 0).await.unwrap();
         }
-        log.active().zero_fill.settle().await.unwrap();
+        log.active().zero_fill.settle().await;
         // Never past segment.bytes rounded up to the alignment.
         let align = log.active().alignment();
         assert_eq!(file_len(&dir, 0), 20_000u64.div_ceil(align) * align);
