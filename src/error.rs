@@ -2,7 +2,7 @@
 //!
 //! Every error a client can see is a [`ResponseError`] (kafka-protocol's enum of the
 //! codes in the protocol guide's "Error Codes" table, generated from Kafka's
-//! `Errors.java`). Internal error types ([`AppendError`], [`ReadError`],
+//! `Errors.java`). Internal error types ([`AppendError`], [`ReadError`], [`DeleteRecordsError`],
 //! [`CatalogError`]) map to it here, and cross-core replies carry it, never a raw
 //! `i16`. The number is produced only where a response field is filled, by
 //! [`code`] or `ResponseError::code`.
@@ -11,6 +11,7 @@
 
 pub use kafka_protocol::ResponseError;
 
+use crate::log::start_offset::DeleteRecordsError;
 use crate::log::{AppendError, ReadError};
 use crate::metadata::CatalogError;
 
@@ -29,6 +30,16 @@ impl From<&AppendError> for ResponseError {
             AppendError::OutOfOrderSequence => ResponseError::OutOfOrderSequenceNumber,
             AppendError::InvalidProducerEpoch => ResponseError::InvalidProducerEpoch,
             AppendError::Io(_) => ResponseError::KafkaStorageError,
+        }
+    }
+}
+
+impl From<&DeleteRecordsError> for ResponseError {
+    /// OFFSET_OUT_OF_RANGE, or KAFKA_STORAGE_ERROR for I/O.
+    fn from(e: &DeleteRecordsError) -> Self {
+        match e {
+            DeleteRecordsError::OffsetOutOfRange => ResponseError::OffsetOutOfRange,
+            DeleteRecordsError::Io(_) => ResponseError::KafkaStorageError,
         }
     }
 }

@@ -142,6 +142,11 @@ fn offsets_topic_configs() -> BTreeMap<String, String> {
 }
 
 /// Largest partition count accepted for one topic.
+/// The leader epoch of every partition: a single node is the leader of all of them
+/// from the start and forever, so the epoch never changes. Metadata, ListOffsets and
+/// every stored batch (the broker stamps it on append, as Kafka does) report it.
+pub const PARTITION_LEADER_EPOCH: i32 = 0;
+
 pub const MAX_PARTITIONS: i32 = 100_000;
 
 impl Catalog {

@@ -75,7 +75,7 @@ pub async fn handle(ctx: &Ctx, request: ListOffsetsRequest) -> Outcome<ListOffse
                     .with_offset(listed.offset)
                     .with_timestamp(listed.timestamp);
                 if v >= 4 && listed.error.is_none() && listed.offset >= 0 {
-                    r.leader_epoch = 0;
+                    r.leader_epoch = crate::metadata::PARTITION_LEADER_EPOCH;
                 }
                 partitions.push(r);
             }

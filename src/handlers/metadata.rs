@@ -181,7 +181,7 @@ fn describe(v: i16, node: BrokerId, meta: &TopicMeta) -> MetadataResponseTopic {
                 .with_replica_nodes(vec![node])
                 .with_isr_nodes(vec![node]);
             if v >= 7 {
-                mp.leader_epoch = 0;
+                mp.leader_epoch = crate::metadata::PARTITION_LEADER_EPOCH;
             }
             mp
         })

@@ -181,6 +181,7 @@ apis! {
     ApiVersions => api_versions,
     CreateTopics => create_topics,
     DeleteTopics => delete_topics,
+    DeleteRecords => delete_records,
     InitProducerId => init_producer_id,
     DescribeConfigs => describe_configs,
     CreatePartitions => create_partitions,

@@ -254,3 +254,92 @@ fn transactional_init_producer_id_fails_without_retry() {
         }
     });
 }
+
+#[test]
+fn delete_records_answers_each_partition_with_kafkas_error_codes() {
+    use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+    use kafka_protocol::messages::delete_records_request::{
+        DeleteRecordsPartition, DeleteRecordsTopic,
+    };
+    use kafka_protocol::messages::{CreateTopicsRequest, DeleteRecordsRequest, TopicName};
+    with_shard(|shard| async move {
+        let name = |s: &'static str| TopicName(StrBytes::from_static_str(s));
+        let compact = CreatableTopicConfig::default()
+            .with_name(StrBytes::from_static_str("cleanup.policy"))
+            .with_value(Some(StrBytes::from_static_str("compact")));
+        let create = RequestKind::CreateTopics(CreateTopicsRequest::default().with_topics(vec![
+            CreatableTopic::default()
+                .with_name(name("dr"))
+                .with_num_partitions(1)
+                .with_replication_factor(1),
+            CreatableTopic::default()
+                .with_name(name("dr-compact"))
+                .with_num_partitions(1)
+                .with_replication_factor(1)
+                .with_configs(vec![compact]),
+        ]));
+        let Ok(Dispatched { outcome: Outcome::Serial(created), .. }) =
+            dispatch(&ctx(&shard, 7), frame(ApiKey::CreateTopics, 7, 1, &create)).await
+        else {
+            panic!("CreateTopics is not serial");
+        };
+        assert!(created.await.is_some());
+        let parts = |offsets: &[(i32, i64)]| {
+            offsets
+                .iter()
+                .map(|&(p, o)| {
+                    DeleteRecordsPartition::default().with_partition_index(p).with_offset(o)
+                })
+                .collect::<Vec<_>>()
+        };
+        let request = DeleteRecordsRequest::default().with_timeout_ms(1000).with_topics(vec![
+            DeleteRecordsTopic::default().with_name(name("dr")).with_partitions(parts(&[
+                (0, -1),
+                (0, 0),
+                (0, 1),
+                (0, -2),
+                (1, 0),
+            ])),
+            DeleteRecordsTopic::default()
+                .with_name(name("dr-compact"))
+                .with_partitions(parts(&[(0, 0)])),
+            DeleteRecordsTopic::default().with_name(name("nope")).with_partitions(parts(&[(0, 0)])),
+            DeleteRecordsTopic::default()
+                .with_name(name("__consumer_offsets"))
+                .with_partitions(parts(&[(0, 0)])),
+        ]);
+        for version in 0..=2 {
+            let body = RequestKind::DeleteRecords(request.clone());
+            let d =
+                dispatch(&ctx(&shard, version), frame(ApiKey::DeleteRecords, version, 2, &body))
+                    .await;
+            let Ok(Dispatched { outcome: Outcome::Later(later), .. }) = d else {
+                panic!("v{version}: not dispatched");
+            };
+            let Some(ResponseKind::DeleteRecords(r)) = later.await else { panic!("no answer") };
+            let got: Vec<(String, i32, i64, i16)> = r
+                .topics
+                .iter()
+                .flat_map(|t| {
+                    t.partitions.iter().map(|p| {
+                        (t.name.to_string(), p.partition_index, p.low_watermark, p.error_code)
+                    })
+                })
+                .collect();
+            let want: Vec<(String, i32, i64, i16)> = [
+                ("dr", 0, 0, 0),           // -1: the (empty) high watermark
+                ("dr", 0, 0, 0),           // 0: nothing to delete
+                ("dr", 0, -1, 1),          // above the high watermark: OFFSET_OUT_OF_RANGE
+                ("dr", 0, -1, 1),          // negative other than -1
+                ("dr", 1, -1, 3),          // UNKNOWN_TOPIC_OR_PARTITION
+                ("dr-compact", 0, -1, 44), // POLICY_VIOLATION
+                ("nope", 0, -1, 3),
+                ("__consumer_offsets", 0, -1, 17), // INVALID_TOPIC_EXCEPTION: internal
+            ]
+            .iter()
+            .map(|&(t, p, l, e)| (t.to_string(), p, l, e))
+            .collect();
+            assert_eq!(got, want, "v{version}");
+        }
+    });
+}

@@ -15,8 +15,9 @@
 //!
 //! ## Files (see `ARCHITECTURE.md`, "Storage layout")
 //! `<dir>/<base offset:020>.log` (batches verbatim), `.index` (relative offset u32 ->
-//! position u32), `.timeindex` (max timestamp i64 -> relative offset u32), and
-//! `producer.snapshot` (idempotent producer state, written at roll and close).
+//! position u32), `.timeindex` (max timestamp i64 -> relative offset u32),
+//! `producer.snapshot` (idempotent producer state, written at roll and close), and
+//! `log-start-offset` (the start DeleteRecords set, see [`start_offset`]).
 
 pub mod arena;
 pub mod cache;
@@ -25,11 +26,14 @@ pub mod producer_state;
 pub mod recovery;
 pub mod retention;
 pub mod segment;
+pub mod start_offset;
 pub mod watch;
 pub mod zero_fill;
 
 #[cfg(test)]
 mod retention_tests;
+#[cfg(test)]
+mod start_offset_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -46,6 +50,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use crate::config::FlushPolicy;
+use crate::metadata::PARTITION_LEADER_EPOCH;
 use crate::protocol::batch::{self, RecordBatchHeader};
 use cache::{CachedBatch, PartitionId, ShardCache, SharedCache};
 use producer_state::{ProducerState, SeqCheck};
@@ -217,6 +222,14 @@ impl PartitionLog {
         let rec = recovery::recover(&dir, config.index_interval_bytes).await?;
         let active = rec.segments.last().unwrap().clone();
         let leo = active.next_offset.get();
+        let mut log_start = rec.segments[0].base_offset;
+        if let Some(checkpoint) = start_offset::load(&dir)? {
+            if checkpoint > leo {
+                // Only after data under the checkpoint was lost (no fsync before a crash).
+                tracing::warn!(dir = %dir.display(), checkpoint, log_end_offset = leo, "log start offset checkpoint is past the end of the log; starting at the end");
+            }
+            log_start = log_start.max(checkpoint.min(leo));
+        }
         let cache = match &config.shard_cache {
             Some(c) => c.clone(),
             None => ShardCache::shared(config.cache_bytes, usize::MAX),
@@ -235,7 +248,7 @@ impl PartitionLog {
                 producers: rec.producers,
                 planned_first_append: None,
             }),
-            log_start: Cell::new(rec.segments[0].base_offset),
+            log_start: Cell::new(log_start),
             segments: RefCell::new(rec.segments),
             max_ts: Cell::new(rec.max_ts),
             closed: Cell::new(false),
@@ -273,8 +286,9 @@ impl PartitionLog {
     }
 
     /// Appends ONE record batch (already validated by the caller: magic 2, CRC ok, size
-    /// within limits). Assigns offsets (rewrites the base offset; under LogAppendTime
-    /// also stamps `now_ms` and recomputes the CRC), checks idempotent sequences, and
+    /// within limits). Assigns offsets (rewrites the base offset and stamps the partition
+    /// leader epoch, [`PARTITION_LEADER_EPOCH`]; under LogAppendTime also stamps `now_ms`
+    /// and recomputes the CRC), checks idempotent sequences, and
     /// resolves when the batch is written (and fdatasync'ed under
     /// [`FlushPolicy::Always`]), i.e. when it is below the high watermark. A duplicate of
     /// one of a producer's last 5 batches returns the original offsets without appending.
@@ -305,12 +319,14 @@ impl PartitionLog {
                     let (data, alloc) =
                         self.cache.borrow_mut().copy_in(self.cache_id, &batch[..size], |buf| {
                             batch::set_base_offset(buf, base);
+                            batch::set_partition_leader_epoch(buf, PARTITION_LEADER_EPOCH);
                             if lat >= 0 {
                                 batch::set_log_append_time(buf, lat);
                             }
                         });
                     let mut hdr = h;
                     hdr.base_offset = base;
+                    hdr.partition_leader_epoch = PARTITION_LEADER_EPOCH;
                     if lat >= 0 {
                         hdr.max_timestamp = lat;
                         hdr.attributes |= batch::ATTR_LOG_APPEND_TIME;
@@ -369,8 +385,17 @@ impl PartitionLog {
     /// memory, see [`ShardCache::read`]) or else a DMA read of one segment (a read never
     /// spans two segments), whose batches are then cached too.
     pub async fn read(&self, offset: i64, max_bytes: usize) -> Result<Bytes, ReadError> {
+        if offset < self.log_start.get() {
+            return Err(ReadError::OffsetOutOfRange);
+        }
+        self.read_any(offset, max_bytes).await
+    }
+
+    /// [`PartitionLog::read`] without the log start check: what is still stored below
+    /// the start (the rest of a batch or segment DeleteRecords cut into) is returned.
+    async fn read_any(&self, offset: i64, max_bytes: usize) -> Result<Bytes, ReadError> {
         let hw = self.watch.get();
-        if offset < self.log_start.get() || offset > hw {
+        if offset > hw {
             return Err(ReadError::OffsetOutOfRange);
         }
         if offset == hw {
@@ -411,7 +436,8 @@ impl PartitionLog {
         self.state.borrow().leo
     }
 
-    /// First offset of the log (base offset of the oldest segment).
+    /// Log start offset, inclusive: the first offset a read may ask for (the oldest
+    /// segment's base offset, or further after DeleteRecords, even inside a batch).
     pub fn log_start_offset(&self) -> i64 {
         self.log_start.get()
     }
@@ -430,18 +456,25 @@ impl PartitionLog {
     /// qualifies. Errors: I/O, or a stored batch that does not decode (InvalidData).
     pub async fn offset_for_timestamp(&self, ts_ms: i64) -> io::Result<Option<(i64, i64)>> {
         let hw = self.watch.get();
+        let start = self.log_start.get();
         let segs: Vec<Rc<Segment>> = self.segments.borrow().clone();
         for seg in segs {
-            if seg.max_ts.get().is_none_or(|(t, _)| t < ts_ms) {
+            if seg.next_offset.get() <= start || seg.max_ts.get().is_none_or(|(t, _)| t < ts_ms) {
                 continue;
             }
             let rel = seg.time_index.borrow().lookup(ts_ms);
-            let pos = seg.index.borrow().lookup(rel) as u64;
-            if let Some((_, h, _, _)) =
-                seg.find_batch(pos, hw, 0, |h| h.max_timestamp >= ts_ms).await?
+            let mut pos = seg.index.borrow().lookup(rel) as u64;
+            // Records below the log start (DeleteRecords inside a batch) do not count:
+            // the batch holding the start may qualify only through them.
+            while let Some((at, h, _, _)) = seg
+                .find_batch(pos, hw, 0, |h| h.max_timestamp >= ts_ms && h.last_offset() >= start)
+                .await?
             {
                 let records = self.batch_records(h.base_offset).await?;
-                return Ok(records.into_iter().find(|(_, t)| *t >= ts_ms));
+                if let Some(r) = records.into_iter().find(|(o, t)| *o >= start && *t >= ts_ms) {
+                    return Ok(Some(r));
+                }
+                pos = at + h.total_size() as u64;
             }
         }
         Ok(None)
@@ -458,7 +491,7 @@ impl PartitionLog {
 
     /// `(offset, timestamp)` of every record of the batch holding `offset`.
     async fn batch_records(&self, offset: i64) -> io::Result<Vec<(i64, i64)>> {
-        let bytes = self.read(offset, 1).await.map_err(|e| match e {
+        let bytes = self.read_any(offset, 1).await.map_err(|e| match e {
             ReadError::Io(e) => e,
             ReadError::OffsetOutOfRange => {
                 io::Error::other(format!("offset {offset} out of range"))

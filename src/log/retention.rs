@@ -6,8 +6,9 @@
 //! last segment until an append rolls it.
 //!
 //! Only sealed segments are deleted; the log start offset becomes the base offset of the
-//! oldest segment left, so it is persisted by the files themselves (a restart finds the
-//! same first segment) and never moves back. Reads below it get OFFSET_OUT_OF_RANGE and
+//! oldest segment left (unless DeleteRecords already moved it further, see
+//! [`super::start_offset`]), so it is persisted by the files themselves (a restart finds
+//! the same first segment) and never moves back. Reads below it get OFFSET_OUT_OF_RANGE and
 //! ListOffsets(earliest) returns it.
 
 use std::io;
@@ -42,7 +43,9 @@ pub struct Deleted {
 
 impl PartitionLog {
     /// Deletes the sealed segments `policy` no longer keeps, oldest first, stopping at
-    /// the first one it keeps; never the active segment. `now_ms` is the broker's clock
+    /// the first one it keeps; never the active segment. Whatever the policy, a sealed
+    /// segment wholly below the log start offset (moved by DeleteRecords) goes too, as
+    /// Kafka's `deleteLogStartOffsetBreachedSegments`. `now_ms` is the broker's clock
     /// (ms since the epoch). Errors: removing a segment's files failed (the segment is
     /// already out of the log then; the error is the first file that could not go).
     pub async fn enforce_retention(
@@ -50,50 +53,67 @@ impl PartitionLog {
         policy: &RetentionPolicy,
         now_ms: i64,
     ) -> io::Result<Deleted> {
-        let mut deleted = Deleted { log_start_offset: self.log_start.get(), ..Deleted::default() };
-        if !policy.delete || self.closed.get() {
-            return Ok(deleted);
+        if self.closed.get() {
+            return Ok(Deleted { log_start_offset: self.log_start.get(), ..Deleted::default() });
         }
-        let doomed: Vec<Rc<Segment>> = {
+        let n = {
             let segs = self.segments.borrow();
             let sealed = &segs[..segs.len() - 1];
             let mut total: u64 = segs.iter().map(|s| s.size.get()).sum();
             let mut n = 0;
             for seg in sealed {
-                let too_old = policy.retention_ms >= 0
+                let below_start = seg.next_offset.get() <= self.log_start.get();
+                let too_old = policy.delete
+                    && policy.retention_ms >= 0
                     && seg
                         .max_ts
                         .get()
                         .is_some_and(|(ts, _)| now_ms.saturating_sub(ts) > policy.retention_ms);
-                let too_big = policy.retention_bytes >= 0
+                let too_big = policy.delete
+                    && policy.retention_bytes >= 0
                     && total - seg.size.get() >= policy.retention_bytes as u64;
-                if !(too_old || too_big) {
+                if !(below_start || too_old || too_big) {
                     break;
                 }
                 total -= seg.size.get();
                 n += 1;
             }
-            segs[..n].to_vec()
+            n
         };
-        let Some(last) = doomed.last() else { return Ok(deleted) };
-        let new_start = last.next_offset.get();
-        {
-            let mut segs = self.segments.borrow_mut();
-            segs.drain(..doomed.len());
-            self.log_start.set(segs[0].base_offset.max(new_start));
-            // The log's largest timestamp (ListOffsets -3) may have gone with them.
-            let max_ts =
-                segs.iter().filter_map(|s| s.max_ts.get()).reduce(
-                    |a, b| {
-                        if b.0 > a.0 {
-                            b
-                        } else {
-                            a
-                        }
-                    },
-                );
-            self.max_ts.set(max_ts);
+        self.delete_oldest_segments(n)
+    }
+
+    /// Deletes the sealed segments wholly below the log start offset (after
+    /// DeleteRecords). Errors as [`PartitionLog::enforce_retention`].
+    pub(super) async fn delete_segments_below_start(&self) -> io::Result<Deleted> {
+        let keep_all = RetentionPolicy { retention_ms: -1, retention_bytes: -1, delete: false };
+        self.enforce_retention(&keep_all, 0).await
+    }
+
+    /// Takes the `n` oldest segments (all sealed) out of the log, moves the log start
+    /// offset past them (never back), and removes their files.
+    fn delete_oldest_segments(&self, n: usize) -> io::Result<Deleted> {
+        let mut deleted = Deleted { log_start_offset: self.log_start.get(), ..Deleted::default() };
+        if n == 0 {
+            return Ok(deleted);
         }
+        let doomed: Vec<Rc<Segment>> =
+            {
+                let mut segs = self.segments.borrow_mut();
+                let doomed: Vec<Rc<Segment>> = segs.drain(..n).collect();
+                let past = doomed.last().map_or(0, |s| s.next_offset.get());
+                self.log_start.set(self.log_start.get().max(segs[0].base_offset).max(past));
+                // The log's largest timestamp (ListOffsets -3) may have gone with them.
+                let max_ts = segs.iter().filter_map(|s| s.max_ts.get()).reduce(|a, b| {
+                    if b.0 > a.0 {
+                        b
+                    } else {
+                        a
+                    }
+                });
+                self.max_ts.set(max_ts);
+                doomed
+            };
         self.cache.borrow_mut().evict_below(self.cache_id, self.log_start.get());
         deleted.log_start_offset = self.log_start.get();
         let mut first_error = None;

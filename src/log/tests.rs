@@ -585,3 +585,21 @@ fn sequential_cold_reads_wait_for_the_disk_once_per_segment() {
         log.close().await.unwrap();
     });
 }
+
+#[test]
+fn the_broker_stamps_its_leader_epoch_over_the_producers() {
+    run(|dir| async move {
+        let log = PartitionLog::open(dir.clone(), cfg()).await.unwrap();
+        let mut b = batch(2, 10, 0).to_vec();
+        crate::protocol::batch::set_partition_leader_epoch(&mut b, 57);
+        log.append(Bytes::from(b), 0).await.unwrap();
+        let read = log.read(0, 1 << 20).await.unwrap();
+        assert_eq!(headers(&read)[0].partition_leader_epoch, 0);
+        assert!(crate::protocol::batch::verify_crc(&read));
+        log.close().await.unwrap();
+        // And on disk, read back after a restart (not from the cache).
+        let log = PartitionLog::open(dir.clone(), cfg()).await.unwrap();
+        assert_eq!(headers(&log.read(0, 1 << 20).await.unwrap())[0].partition_leader_epoch, 0);
+        log.close().await.unwrap();
+    });
+}

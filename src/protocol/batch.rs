@@ -256,6 +256,13 @@ pub fn verify_crc(batch: &[u8]) -> bool {
     }
 }
 
+/// Writes `epoch` into partitionLeaderEpoch (bytes 12..16), as the leader does on
+/// append. The field is outside the CRC, so the CRC stays valid. Panics if
+/// `batch.len() < 16`.
+pub fn set_partition_leader_epoch(batch: &mut [u8], epoch: i32) {
+    batch[OFF_LEADER_EPOCH..OFF_LEADER_EPOCH + 4].copy_from_slice(&epoch.to_be_bytes());
+}
+
 /// Writes `base_offset` into bytes 0..8. The field is outside the CRC, so the CRC
 /// stays valid. Panics if `batch.len() < 8`.
 pub fn set_base_offset(batch: &mut [u8], base_offset: i64) {

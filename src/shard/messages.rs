@@ -140,6 +140,11 @@ pub enum DataRequest {
     /// ListOffsets for one timestamp spec (-1 latest, -2 earliest, -3 max timestamp,
     /// -4 earliest local, a timestamp >= 0 in ms; other values find nothing).
     ListOffset { topic: TopicName, partition: i32, timestamp: i64, reply: Reply<ListedOffset> },
+    /// DeleteRecords for one partition: move its log start offset up to `offset` (-1:
+    /// the high watermark). The reply is the low watermark (the log start offset
+    /// afterwards), or OFFSET_OUT_OF_RANGE, POLICY_VIOLATION (`cleanup.policy` without
+    /// `delete`), UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR.
+    DeleteRecords { topic: TopicName, partition: i32, offset: i64, reply: Reply<KafkaResult<i64>> },
     /// One group request (or the part of a multi-group request for the groups that
     /// shard coordinates).
     Group { call: Box<GroupCall>, reply: Reply<ResponseKind> },

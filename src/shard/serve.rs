@@ -21,7 +21,9 @@ use super::messages::{
 };
 use super::state::Shard;
 use crate::error::{KafkaResult, ResponseError};
+use crate::log::start_offset::DeleteRecordsError;
 use crate::log::{AppendError, AppendInfo, PartitionLog, ReadError};
+use crate::topic_config::EffectiveTopicConfig;
 
 /// Receives messages from every other shard until the mesh closes: one task per
 /// peer takes that peer's messages in the order they were sent and starts each before
@@ -140,6 +142,12 @@ async fn execute_data(shard: &Rc<Shard>, request: DataRequest) {
             let shard = shard.clone();
             spawn_detached(async move {
                 let _ = reply.send(list_offset(&shard, &topic, partition, timestamp).await);
+            });
+        }
+        DataRequest::DeleteRecords { topic, partition, offset, reply } => {
+            let shard = shard.clone();
+            spawn_detached(async move {
+                let _ = reply.send(delete_records(&shard, &topic, partition, offset).await);
             });
         }
         DataRequest::Group { call, reply } => {
@@ -310,4 +318,29 @@ async fn list_offset(
         // -5 (latest tiered) has no answer without tiered storage, as in Kafka.
         _ => ListedOffset::none(None),
     }
+}
+
+async fn delete_records(
+    shard: &Rc<Shard>,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+) -> KafkaResult<i64> {
+    let Some(owned) = shard.log(topic, partition) else {
+        return Err(not_here(shard, topic));
+    };
+    let log = &owned.log;
+    let catalog = shard.catalog();
+    let Some(meta) = catalog.topic(topic) else {
+        return Err(ResponseError::UnknownTopicOrPartition);
+    };
+    if !EffectiveTopicConfig::resolve(&meta.configs, &shard.config).retention.delete {
+        return Err(ResponseError::PolicyViolation);
+    }
+    log.delete_records(offset).await.map_err(|e| {
+        if let DeleteRecordsError::Io(io) = &e {
+            tracing::error!(%topic, partition, error = %io, "delete records failed");
+        }
+        ResponseError::from(&e)
+    })
 }

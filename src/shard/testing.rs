@@ -23,6 +23,8 @@ where
     LocalExecutorBuilder::default()
         .spawn(move || async move {
             let config = Arc::new(Config::parse_from(["shardlog", "--data-dir", &data_dir]));
+            // As `main` does before the shards start: the catalog with `__consumer_offsets`.
+            crate::metadata::Catalog::init(std::path::Path::new(&data_dir)).expect("catalog");
             let mesh = MeshBuilder::<ShardMessage, _>::full(1, 16);
             let (senders, _receivers) = mesh.join().await.expect("mesh");
             let shard = Shard::start(0, 1, config, senders).await.expect("shard starts");
