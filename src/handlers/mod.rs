@@ -191,6 +191,7 @@ apis! {
     ConsumerGroupHeartbeat => consumer_group_heartbeat,
     ConsumerGroupDescribe => consumer_group_describe,
     DescribeQuorum => describe_quorum,
+    DescribeLogDirs => describe_log_dirs,
     AlterPartitionReassignments => alter_partition_reassignments,
     ListPartitionReassignments => list_partition_reassignments,
 }

@@ -343,3 +343,94 @@ fn delete_records_answers_each_partition_with_kafkas_error_codes() {
         }
     });
 }
+
+#[test]
+fn describe_log_dirs_reports_every_partition_log_with_its_size() {
+    use crate::protocol::batch::testing::{build_batch, BatchSpec};
+    use kafka_protocol::messages::create_topics_request::CreatableTopic;
+    use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
+    use kafka_protocol::messages::{CreateTopicsRequest, DescribeLogDirsRequest, TopicName};
+    with_shard(|shard| async move {
+        let name = |s: &'static str| TopicName(StrBytes::from_static_str(s));
+        let create = RequestKind::CreateTopics(CreateTopicsRequest::default().with_topics(vec![
+            CreatableTopic::default()
+                .with_name(name("ld"))
+                .with_num_partitions(2)
+                .with_replication_factor(1),
+        ]));
+        let Ok(Dispatched { outcome: Outcome::Serial(created), .. }) =
+            dispatch(&ctx(&shard, 7), frame(ApiKey::CreateTopics, 7, 1, &create)).await
+        else {
+            panic!("CreateTopics is not serial");
+        };
+        assert!(created.await.is_some());
+        let batch =
+            bytes::Bytes::from(build_batch(&BatchSpec { records: 3, ..Default::default() }));
+        let log = shard.log("ld", 1).expect("owned").log.clone();
+        log.append(batch.clone(), 0).await.unwrap();
+        log.append(batch.clone(), 0).await.unwrap();
+        let size = 2 * batch.len() as i64;
+
+        let ask = |topics: Option<Vec<DescribableLogDirTopic>>, version: i16| {
+            let shard = shard.clone();
+            async move {
+                let body = RequestKind::DescribeLogDirs(
+                    DescribeLogDirsRequest::default().with_topics(topics),
+                );
+                let d = dispatch(
+                    &ctx(&shard, version),
+                    frame(ApiKey::DescribeLogDirs, version, 3, &body),
+                )
+                .await;
+                let Ok(Dispatched { outcome: Outcome::Later(later), .. }) = d else {
+                    panic!("v{version}")
+                };
+                let Some(ResponseKind::DescribeLogDirs(r)) = later.await else {
+                    panic!("no answer")
+                };
+                assert_eq!((r.error_code, r.results.len()), (0, 1));
+                let dir = &r.results[0];
+                assert_eq!(dir.error_code, 0);
+                let want_dir = std::fs::canonicalize(&shard.config.data_dir).unwrap();
+                assert_eq!(dir.log_dir.as_str(), want_dir.to_str().unwrap());
+                if version >= 4 {
+                    assert!(
+                        dir.total_bytes > 0
+                            && dir.usable_bytes >= 0
+                            && dir.usable_bytes <= dir.total_bytes
+                    );
+                }
+                dir.topics
+                    .iter()
+                    .flat_map(|t| {
+                        t.partitions.iter().map(|p| {
+                            (
+                                t.name.to_string(),
+                                p.partition_index,
+                                p.partition_size,
+                                p.offset_lag,
+                                p.is_future_key,
+                            )
+                        })
+                    })
+                    .collect::<Vec<_>>()
+            }
+        };
+        let want = |parts: &[(i32, i64)]| {
+            parts.iter().map(|&(p, s)| ("ld".to_string(), p, s, 0, false)).collect::<Vec<_>>()
+        };
+        for version in 1..=4 {
+            // All: both partitions (no offsets partition has been opened).
+            assert_eq!(ask(None, version).await, want(&[(0, 0), (1, size)]), "v{version}");
+            // Named: only what exists, unknown topics and partitions left out.
+            let named = vec![
+                DescribableLogDirTopic::default()
+                    .with_topic(name("ld"))
+                    .with_partitions(vec![1, 7]),
+                DescribableLogDirTopic::default().with_topic(name("nope")).with_partitions(vec![0]),
+            ];
+            assert_eq!(ask(Some(named), version).await, want(&[(1, size)]), "v{version}");
+            assert_eq!(ask(Some(vec![]), version).await, want(&[]), "v{version}");
+        }
+    });
+}

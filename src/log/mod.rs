@@ -442,6 +442,12 @@ impl PartitionLog {
         self.log_start.get()
     }
 
+    /// Bytes of record batches stored, over every segment (DescribeLogDirs' partition
+    /// size, Kafka's `UnifiedLog.size`): what is written, not what is still pending.
+    pub fn size_bytes(&self) -> u64 {
+        self.segments.borrow().iter().map(|s| s.size.get()).sum()
+    }
+
     /// Resolves once `high_watermark() > offset` (Fetch long-poll), or when the log is
     /// closed or failed. Cancel-safe (may be dropped by a timeout).
     pub fn wait_for_data(&self, offset: i64) -> impl Future<Output = ()> + 'static {

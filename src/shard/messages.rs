@@ -93,6 +93,18 @@ impl ListedOffset {
     }
 }
 
+/// One partition in a [`DataRequest::DescribeLogDir`] answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogDirPartition {
+    pub topic: String,
+    pub partition: i32,
+    /// Bytes of record batches stored ([`crate::log::PartitionLog::size_bytes`]).
+    pub size_bytes: i64,
+    /// High watermark minus log end offset, floored at 0 (Kafka's `offsetLag` of a
+    /// current, not future, replica): 0 unless writes are in flight.
+    pub offset_lag: i64,
+}
+
 /// A topic to create, as CreateTopics asked for it (already resolved to a count).
 #[derive(Debug, Clone)]
 pub struct NewTopic {
@@ -140,6 +152,13 @@ pub enum DataRequest {
     /// ListOffsets for one timestamp spec (-1 latest, -2 earliest, -3 max timestamp,
     /// -4 earliest local, a timestamp >= 0 in ms; other values find nothing).
     ListOffset { topic: TopicName, partition: i32, timestamp: i64, reply: Reply<ListedOffset> },
+    /// DescribeLogDirs: every partition log this shard holds (data partitions it owns
+    /// and the `__consumer_offsets` partitions it has opened), or only those `filter`
+    /// names (topic -> partitions); unknown names are left out, as in Kafka.
+    DescribeLogDir {
+        filter: Option<std::collections::HashMap<String, Vec<i32>>>,
+        reply: Reply<Vec<LogDirPartition>>,
+    },
     /// DeleteRecords for one partition: move its log start offset up to `offset` (-1:
     /// the high watermark). The reply is the low watermark (the log start offset
     /// afterwards), or OFFSET_OUT_OF_RANGE, POLICY_VIOLATION (`cleanup.policy` without

@@ -16,8 +16,8 @@ use glommio::channels::channel_mesh::Receivers;
 use bytes::Bytes;
 
 use super::messages::{
-    Appended, CatalogChanged, ControlRequest, DataRequest, ListedOffset, PartitionBatches,
-    PartitionRead, ShardMessage,
+    Appended, CatalogChanged, ControlRequest, DataRequest, ListedOffset, LogDirPartition,
+    PartitionBatches, PartitionRead, ShardMessage,
 };
 use super::state::Shard;
 use crate::error::{KafkaResult, ResponseError};
@@ -143,6 +143,9 @@ async fn execute_data(shard: &Rc<Shard>, request: DataRequest) {
             spawn_detached(async move {
                 let _ = reply.send(list_offset(&shard, &topic, partition, timestamp).await);
             });
+        }
+        DataRequest::DescribeLogDir { filter, reply } => {
+            let _ = reply.send(describe_log_dir(shard, filter.as_ref()));
         }
         DataRequest::DeleteRecords { topic, partition, offset, reply } => {
             let shard = shard.clone();
@@ -343,4 +346,35 @@ async fn delete_records(
         }
         ResponseError::from(&e)
     })
+}
+
+/// The partition logs this shard holds that `filter` selects (all when `None`).
+fn describe_log_dir(
+    shard: &Shard,
+    filter: Option<&std::collections::HashMap<String, Vec<i32>>>,
+) -> Vec<LogDirPartition> {
+    let wanted =
+        |t: &str, p: i32| filter.is_none_or(|f| f.get(t).is_some_and(|ps| ps.contains(&p)));
+    let mut logs: Vec<(String, i32, Rc<PartitionLog>)> = shard
+        .owned_logs()
+        .into_iter()
+        .filter(|((t, p), _)| wanted(t, *p))
+        .map(|((t, p), owned)| (t, p, owned.log.clone()))
+        .collect();
+    let offsets = crate::metadata::OFFSETS_TOPIC;
+    for p in (shard.id..crate::metadata::OFFSETS_TOPIC_PARTITIONS).step_by(shard.nr_shards.max(1)) {
+        if wanted(offsets, p as i32) {
+            if let Some(log) = shard.groups.existing_log(p) {
+                logs.push((offsets.to_string(), p as i32, log));
+            }
+        }
+    }
+    logs.into_iter()
+        .map(|(topic, partition, log)| LogDirPartition {
+            topic,
+            partition,
+            size_bytes: log.size_bytes() as i64,
+            offset_lag: (log.high_watermark() - log.log_end_offset()).max(0),
+        })
+        .collect()
 }
