@@ -65,6 +65,7 @@ impl From<&CatalogError> for ResponseError {
             CatalogError::UnknownTopic(_) => ResponseError::UnknownTopicOrPartition,
             CatalogError::UnknownTopicId(_) => ResponseError::UnknownTopicId,
             CatalogError::InvalidRequest(_) => ResponseError::InvalidRequest,
+            CatalogError::InvalidConfig(_) => ResponseError::InvalidConfig,
             CatalogError::Storage(_) => ResponseError::KafkaStorageError,
         }
     }

@@ -16,6 +16,7 @@
 //! | [`coordinator`] | the consumer group coordinator, a pure state machine; its records in Kafka's `__consumer_offsets` schemas; KIP-848 topic regexes |
 //! | [`metadata`] | the topic catalog: names, ids, partitions, placement, the internal topic `__consumer_offsets` and how groups map to it; persisted |
 //! | [`topic_config`] | topic config names, defaults, validation, resolved values |
+//! | [`config_ops`] | what AlterConfigs / IncrementalAlterConfigs do to a topic's overrides (pure) |
 //! | [`error`] | Kafka error codes (`ResponseError`) and internal errors' mapping |
 //! | [`clock`] | the wall clock in ms |
 //! | [`shutdown`] | the SIGINT/SIGTERM flag and the cross-shard drain barrier |
@@ -41,6 +42,7 @@
 
 pub mod clock;
 pub mod config;
+pub mod config_ops;
 pub mod coordinator;
 pub mod error;
 pub mod handlers;

@@ -41,6 +41,8 @@ pub enum CatalogError {
     UnknownTopicId(String),
     /// INVALID_REQUEST (42), e.g. creating an internal topic
     InvalidRequest(String),
+    /// INVALID_CONFIG (40): an unknown config name or a bad value
+    InvalidConfig(String),
     /// KAFKA_STORAGE_ERROR (56): the change could not be persisted and was not made
     Storage(String),
 }
@@ -60,6 +62,7 @@ impl CatalogError {
             | CatalogError::UnknownTopic(m)
             | CatalogError::UnknownTopicId(m)
             | CatalogError::InvalidRequest(m)
+            | CatalogError::InvalidConfig(m)
             | CatalogError::Storage(m) => m,
         }
     }
@@ -141,12 +144,12 @@ fn offsets_topic_configs() -> BTreeMap<String, String> {
     .collect()
 }
 
-/// Largest partition count accepted for one topic.
 /// The leader epoch of every partition: a single node is the leader of all of them
 /// from the start and forever, so the epoch never changes. Metadata, ListOffsets and
 /// every stored batch (the broker stamps it on append, as Kafka does) report it.
 pub const PARTITION_LEADER_EPOCH: i32 = 0;
 
+/// Largest partition count accepted for one topic.
 pub const MAX_PARTITIONS: i32 = 100_000;
 
 impl Catalog {
@@ -307,6 +310,21 @@ impl Catalog {
             TopicMeta { name: name.to_string(), id: Uuid::new_v4(), partition_shards, configs };
         self.topics.insert(name.to_string(), meta);
         Ok(&self.topics[name])
+    }
+
+    /// Replaces the config overrides of topic `name` (AlterConfigs and
+    /// IncrementalAlterConfigs, already validated). Errors: UnknownTopic.
+    pub fn set_topic_configs(
+        &mut self,
+        name: &str,
+        configs: BTreeMap<String, String>,
+    ) -> Result<(), CatalogError> {
+        let t = self
+            .topics
+            .get_mut(name)
+            .ok_or_else(|| CatalogError::UnknownTopic(format!("Topic {name} does not exist.")))?;
+        t.configs = configs;
+        Ok(())
     }
 
     /// Grows `name` to `total` partitions (CreatePartitions).

@@ -18,7 +18,9 @@ const KNOWN: &[(&str, Option<&str>)] = &[
     ("file.delete.delay.ms", Some("60000")),
     ("flush.messages", Some("9223372036854775807")),
     ("flush.ms", Some("9223372036854775807")),
+    ("follower.replication.throttled.replicas", Some("")),
     ("index.interval.bytes", None),
+    ("leader.replication.throttled.replicas", Some("")),
     ("local.retention.bytes", Some("-2")),
     ("local.retention.ms", Some("-2")),
     ("max.compaction.lag.ms", Some("9223372036854775807")),
@@ -58,6 +60,46 @@ pub fn default_value(name: &str, config: &Config) -> Option<String> {
         "segment.ms" => Some(config.log_segment_ms.to_string()),
         _ => KNOWN.iter().find(|(n, _)| *n == name).and_then(|(_, v)| v.map(str::to_string)),
     }
+}
+
+/// The default of `name` that does not depend on the broker's flags (Kafka's
+/// `LogConfig` default), if it is one of those.
+pub fn static_default(name: &str) -> Option<String> {
+    KNOWN.iter().find(|(n, _)| *n == name).and_then(|(_, v)| v.map(str::to_string))
+}
+
+/// The broker config a topic config defaults to (Kafka's `LogConfig` synonyms, the
+/// one listed after the topic's own value in DescribeConfigs synonyms).
+pub fn broker_synonym(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "cleanup.policy" => "log.cleanup.policy",
+        "compression.type" => "compression.type",
+        "delete.retention.ms" => "log.cleaner.delete.retention.ms",
+        "file.delete.delay.ms" => "log.segment.delete.delay.ms",
+        "flush.messages" => "log.flush.interval.messages",
+        "flush.ms" => "log.flush.interval.ms",
+        "index.interval.bytes" => "log.index.interval.bytes",
+        "local.retention.bytes" => "log.local.retention.bytes",
+        "local.retention.ms" => "log.local.retention.ms",
+        "max.compaction.lag.ms" => "log.cleaner.max.compaction.lag.ms",
+        "max.message.bytes" => "message.max.bytes",
+        "message.timestamp.after.max.ms" => "log.message.timestamp.after.max.ms",
+        "message.timestamp.before.max.ms" => "log.message.timestamp.before.max.ms",
+        "message.timestamp.difference.max.ms" => "log.message.timestamp.difference.max.ms",
+        "message.timestamp.type" => "log.message.timestamp.type",
+        "min.cleanable.dirty.ratio" => "log.cleaner.min.cleanable.ratio",
+        "min.compaction.lag.ms" => "log.cleaner.min.compaction.lag.ms",
+        "min.insync.replicas" => "min.insync.replicas",
+        "preallocate" => "log.preallocate",
+        "retention.bytes" => "log.retention.bytes",
+        "retention.ms" => "log.retention.ms",
+        "segment.bytes" => "log.segment.bytes",
+        "segment.index.bytes" => "log.index.size.max.bytes",
+        "segment.jitter.ms" => "log.roll.jitter.ms",
+        "segment.ms" => "log.roll.ms",
+        "unclean.leader.election.enable" => "unclean.leader.election.enable",
+        _ => return None,
+    })
 }
 
 /// Validates one topic config entry; a failure maps to INVALID_CONFIG with the
@@ -109,6 +151,20 @@ pub fn validate(name: &str, value: Option<&str>) -> Result<(), String> {
             "true" | "false" => Ok(()),
             _ => Err(bad()),
         },
+        // "*", or "partition:broker" pairs (a replica list) separated by commas.
+        "leader.replication.throttled.replicas" | "follower.replication.throttled.replicas" => {
+            let pair = |p: &str| {
+                p.split_once(':').is_some_and(|(a, b)| {
+                    a.trim().parse::<u32>().is_ok() && b.trim().parse::<u32>().is_ok()
+                })
+            };
+            let v = value.trim();
+            if v.is_empty() || v == "*" || v.split(',').all(pair) {
+                Ok(())
+            } else {
+                Err(bad())
+            }
+        }
         "min.cleanable.dirty.ratio" => value
             .parse::<f64>()
             .ok()

@@ -1,9 +1,10 @@
 //! DescribeConfigs (key 32): topic configs (overrides with source TOPIC_CONFIG,
 //! the rest DEFAULT_CONFIG) and this broker's configs (source DEFAULT_CONFIG or
-//! STATIC_BROKER_CONFIG for the ones flags set).
+//! STATIC_BROKER_CONFIG for the ones flags set); with `include_synonyms`, each value's
+//! sources in precedence order (a topic override, then its broker config).
 
 use kafka_protocol::messages::describe_configs_response::{
-    DescribeConfigsResourceResult, DescribeConfigsResult,
+    DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
 };
 use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 
@@ -26,6 +27,7 @@ pub async fn handle(
     ctx: &Ctx,
     request: DescribeConfigsRequest,
 ) -> Outcome<DescribeConfigsResponse> {
+    let include_synonyms = ctx.api_version >= 1 && request.include_synonyms;
     let results = request
         .resources
         .iter()
@@ -80,6 +82,9 @@ pub async fn handle(
                     if ctx.api_version >= 3 {
                         e.config_type = config_type(&n);
                     }
+                    if include_synonyms {
+                        e.synonyms = synonyms(ctx, res.resource_type, &n, e.value.as_ref(), source);
+                    }
                     e
                 })
                 .collect();
@@ -87,6 +92,33 @@ pub async fn handle(
         })
         .collect();
     Outcome::Ready(DescribeConfigsResponse::default().with_results(results))
+}
+
+/// The sources of a config's value, highest precedence first (KIP-226): a topic
+/// override (DYNAMIC_TOPIC_CONFIG) before the broker config it overrides, which is
+/// given with its default; a broker config is its own only synonym.
+fn synonyms(
+    ctx: &Ctx,
+    resource_type: i8,
+    name: &str,
+    value: Option<&kafka_protocol::protocol::StrBytes>,
+    source: i8,
+) -> Vec<DescribeConfigsSynonym> {
+    let entry = |n: &str, v: Option<kafka_protocol::protocol::StrBytes>, s: i8| {
+        DescribeConfigsSynonym::default().with_name(sb(n)).with_value(v).with_source(s)
+    };
+    if resource_type != RESOURCE_TOPIC {
+        return vec![entry(name, value.cloned(), source)];
+    }
+    let mut out = Vec::new();
+    if source == SOURCE_TOPIC_CONFIG {
+        out.push(entry(name, value.cloned(), source));
+    }
+    if let Some(broker_name) = topic_config::broker_synonym(name) {
+        let default = topic_config::default_value(name, &ctx.shard.config);
+        out.push(entry(broker_name, default.map(|v| sb(&v)), SOURCE_DEFAULT_CONFIG));
+    }
+    out
 }
 
 fn broker_configs(ctx: &Ctx) -> Vec<(String, Option<String>, i8)> {

@@ -37,6 +37,7 @@ use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 use crate::protocol::frame::Request;
 use crate::shard::Shard;
 
+mod alter_config_route;
 mod group_route;
 
 #[cfg(test)]
@@ -184,6 +185,7 @@ apis! {
     DeleteRecords => delete_records,
     InitProducerId => init_producer_id,
     DescribeConfigs => describe_configs,
+    AlterConfigs => alter_configs,
     CreatePartitions => create_partitions,
     DeleteGroups => delete_groups,
     OffsetDelete => offset_delete,
@@ -192,6 +194,7 @@ apis! {
     ConsumerGroupDescribe => consumer_group_describe,
     DescribeQuorum => describe_quorum,
     DescribeLogDirs => describe_log_dirs,
+    IncrementalAlterConfigs => incremental_alter_configs,
     AlterPartitionReassignments => alter_partition_reassignments,
     ListPartitionReassignments => list_partition_reassignments,
 }

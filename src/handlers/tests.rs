@@ -434,3 +434,109 @@ fn describe_log_dirs_reports_every_partition_log_with_its_size() {
         }
     });
 }
+
+#[test]
+fn incremental_alter_configs_changes_persists_and_applies_topic_configs() {
+    use kafka_protocol::messages::create_topics_request::CreatableTopic;
+    use kafka_protocol::messages::incremental_alter_configs_request::{
+        AlterConfigsResource, AlterableConfig,
+    };
+    use kafka_protocol::messages::{
+        CreateTopicsRequest, IncrementalAlterConfigsRequest, TopicName,
+    };
+    with_shard(|shard| async move {
+        let name = |s: &'static str| TopicName(StrBytes::from_static_str(s));
+        let create = RequestKind::CreateTopics(CreateTopicsRequest::default().with_topics(vec![
+            CreatableTopic::default()
+                .with_name(name("ac"))
+                .with_num_partitions(1)
+                .with_replication_factor(1),
+        ]));
+        let Ok(Dispatched { outcome: Outcome::Serial(created), .. }) =
+            dispatch(&ctx(&shard, 7), frame(ApiKey::CreateTopics, 7, 1, &create)).await
+        else {
+            panic!("CreateTopics is not serial");
+        };
+        assert!(created.await.is_some());
+        let op = |n: &'static str, code: i8, v: Option<&'static str>| {
+            AlterableConfig::default()
+                .with_name(StrBytes::from_static_str(n))
+                .with_config_operation(code)
+                .with_value(v.map(StrBytes::from_static_str))
+        };
+        let res = |t: i8, n: &'static str, ops: Vec<AlterableConfig>| {
+            AlterConfigsResource::default()
+                .with_resource_type(t)
+                .with_resource_name(StrBytes::from_static_str(n))
+                .with_configs(ops)
+        };
+        let alter = |resources: Vec<AlterConfigsResource>, validate_only: bool| {
+            let shard = shard.clone();
+            async move {
+                let body = RequestKind::IncrementalAlterConfigs(
+                    IncrementalAlterConfigsRequest::default()
+                        .with_resources(resources)
+                        .with_validate_only(validate_only),
+                );
+                let d =
+                    dispatch(&ctx(&shard, 1), frame(ApiKey::IncrementalAlterConfigs, 1, 2, &body))
+                        .await;
+                let Ok(Dispatched { outcome: Outcome::Serial(later), .. }) = d else {
+                    panic!("IncrementalAlterConfigs is not serial");
+                };
+                let Some(ResponseKind::IncrementalAlterConfigs(r)) = later.await else {
+                    panic!("no answer")
+                };
+                r.responses
+                    .iter()
+                    .map(|r| (r.resource_type, r.resource_name.to_string(), r.error_code))
+                    .collect::<Vec<_>>()
+            }
+        };
+        let set_segment = || {
+            vec![op("segment.bytes", 0, Some("2000000")), op("cleanup.policy", 2, Some("compact"))]
+        };
+        // validate_only: answered, nothing changes.
+        assert_eq!(alter(vec![res(2, "ac", set_segment())], true).await, vec![(2, "ac".into(), 0)]);
+        assert!(shard.catalog().topic("ac").unwrap().configs.is_empty());
+        let got = alter(
+            vec![
+                res(2, "ac", set_segment()),
+                res(2, "nope", vec![op("retention.ms", 0, Some("1"))]),
+                res(2, "ac", vec![op("retention.ms", 0, Some("-2"))]),
+                res(2, "ac", vec![op("retention.ms", 7, Some("1"))]),
+                res(4, "0", vec![op("leader.replication.throttled.rate", 1, None)]),
+                res(4, "", vec![op("log.retention.ms", 0, Some("1"))]),
+                res(4, "5", vec![]),
+                res(99, "x", vec![]),
+            ],
+            false,
+        )
+        .await;
+        let want: Vec<(i8, String, i16)> = [
+            (2, "ac", 0),
+            (2, "nope", 3), // UNKNOWN_TOPIC_OR_PARTITION
+            (2, "ac", 40),  // INVALID_CONFIG: retention.ms >= -1
+            (2, "ac", 42),  // INVALID_REQUEST: unknown operation
+            (4, "0", 0),    // deleting an unset broker config
+            (4, "", 40),    // no dynamic broker configs
+            (4, "5", 42),   // another broker
+            (99, "x", 42),
+        ]
+        .iter()
+        .map(|&(t, n, e)| (t, n.to_string(), e))
+        .collect();
+        assert_eq!(got, want);
+        let configs = shard.catalog().topic("ac").unwrap().configs.clone();
+        let want: std::collections::BTreeMap<String, String> =
+            [("cleanup.policy", "delete,compact"), ("segment.bytes", "2000000")]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+        assert_eq!(configs, want);
+        // Persisted, and applied to the open log.
+        let saved = crate::metadata::Catalog::load(&shard.config.data_dir).unwrap();
+        assert_eq!(saved.topic("ac").unwrap().configs, want);
+        assert_eq!(shard.log("ac", 0).unwrap().log.live_config().segment_bytes, 2_000_000);
+    });
+}

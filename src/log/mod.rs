@@ -92,6 +92,33 @@ pub struct LogConfig {
     pub segment_ms: i64,
 }
 
+/// The topic configs of a partition log that can change while it is open (AlterConfigs,
+/// IncrementalAlterConfigs; Kafka applies them to the open log too): they take effect
+/// from the next append (a smaller `segment.bytes` or `segment.ms` rolls on it). The
+/// rest of [`LogConfig`] is fixed when the log opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LiveConfig {
+    /// `segment.bytes`, clamped to 4 KiB..=2 GiB.
+    pub segment_bytes: u64,
+    /// `index.interval.bytes`, at least 1.
+    pub index_interval_bytes: u64,
+    /// `message.timestamp.type=LogAppendTime`.
+    pub log_append_time: bool,
+    /// `segment.ms`.
+    pub segment_ms: i64,
+}
+
+impl LiveConfig {
+    fn of(c: &LogConfig) -> LiveConfig {
+        LiveConfig {
+            segment_bytes: c.segment_bytes.clamp(4096, 2 << 30),
+            index_interval_bytes: c.index_interval_bytes.max(1),
+            log_append_time: c.log_append_time,
+            segment_ms: c.segment_ms,
+        }
+    }
+}
+
 /// Result of a successful append (ProduceResponse partition fields).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AppendInfo {
@@ -176,6 +203,8 @@ struct State {
 pub struct PartitionLog {
     dir: PathBuf,
     config: LogConfig,
+    /// The changeable part of the topic's configs, in force now.
+    live: Cell<LiveConfig>,
     watch: Rc<HwWatch>,
     writer_wake: Rc<Notify>,
     state: RefCell<State>,
@@ -185,6 +214,8 @@ pub struct PartitionLog {
     /// (max timestamp, last offset of its batch) over the written log.
     max_ts: Cell<Option<(i64, i64)>>,
     closed: Cell<bool>,
+    /// Serializes the log start checkpoint writes of DeleteRecords.
+    checkpointing: glommio::sync::Semaphore,
     /// Set when a write failed; the log then refuses appends.
     failed: RefCell<Option<(io::ErrorKind, String)>>,
     /// Data written since the last fdatasync (Interval policy).
@@ -253,8 +284,10 @@ impl PartitionLog {
             max_ts: Cell::new(rec.max_ts),
             closed: Cell::new(false),
             failed: RefCell::new(None),
+            checkpointing: glommio::sync::Semaphore::new(1),
             dirty: Cell::new(false),
             dir,
+            live: Cell::new(LiveConfig::of(&config)),
             config,
         });
         glommio::spawn_local(writer_task(Rc::downgrade(&log), log.writer_wake.clone())).detach();
@@ -270,9 +303,22 @@ impl PartitionLog {
         &self.dir
     }
 
-    /// The configuration in force (after clamping).
+    /// The configuration the log was opened with (after clamping); see
+    /// [`PartitionLog::live_config`] for the topic configs in force now.
     pub fn config(&self) -> &LogConfig {
         &self.config
+    }
+
+    /// The changeable topic configs in force.
+    pub fn live_config(&self) -> LiveConfig {
+        self.live.get()
+    }
+
+    /// Applies changed topic configs (`log_config` built as at open): from the next
+    /// append on. Returns whether anything changed.
+    pub fn update_config(&self, log_config: &LogConfig) -> bool {
+        let next = LiveConfig::of(log_config);
+        self.live.replace(next) != next
     }
 
     fn io_error(&self) -> Option<io::Error> {
@@ -315,7 +361,8 @@ impl PartitionLog {
                 SeqCheck::Append => {
                     let size = h.total_size();
                     let base = st.leo;
-                    let lat = if self.config.log_append_time { now_ms } else { -1 };
+                    let live = self.live.get();
+                    let lat = if live.log_append_time { now_ms } else { -1 };
                     let (data, alloc) =
                         self.cache.borrow_mut().copy_in(self.cache_id, &batch[..size], |buf| {
                             batch::set_base_offset(buf, base);
@@ -334,9 +381,9 @@ impl PartitionLog {
                     st.producers.record(&hdr);
                     let aged = st
                         .planned_first_append
-                        .is_some_and(|t| now_ms.saturating_sub(t) > self.config.segment_ms);
+                        .is_some_and(|t| now_ms.saturating_sub(t) > live.segment_ms);
                     let roll = st.planned_size > 0
-                        && (st.planned_size + size as u64 > self.config.segment_bytes
+                        && (st.planned_size + size as u64 > live.segment_bytes
                             || hdr.last_offset() - st.planned_base > u32::MAX as i64
                             || aged);
                     if roll {
@@ -648,12 +695,13 @@ impl PartitionLog {
                 format!("short DMA write: {n} of {buf_len} bytes"),
             ));
         }
-        let limit = self.config.segment_bytes.div_ceil(align as u64) * align as u64;
+        let live = self.live.get();
+        let limit = live.segment_bytes.div_ceil(align as u64) * align as u64;
         let max_write = self.config.zero_fill_max_write;
         seg.zero_fill.after_write(&seg.file, new_bytes as u64, end, limit, max_write);
         let mut pos = size;
         for p in group {
-            seg.note_batch(pos, &p.header, self.config.index_interval_bytes);
+            seg.note_batch(pos, &p.header, live.index_interval_bytes);
             pos += p.data.len() as u64;
         }
         seg.size.set(pos);

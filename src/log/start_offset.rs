@@ -64,8 +64,8 @@ pub fn load(dir: &Path) -> io::Result<Option<i64>> {
 }
 
 /// Writes `offset` as `dir`'s checkpoint durably: temporary file, fsync, rename, fsync
-/// of the directory. Small and rare (one per DeleteRecords that moves the start), so
-/// plain blocking I/O on the shard, as the index files are written.
+/// of the directory. Blocking: run on glommio's blocking thread, never on the shard
+/// (two fsyncs per partition would stall every other request of the shard).
 fn store(dir: &Path, offset: i64) -> io::Result<()> {
     let path = dir.join(LOG_START_FILE);
     let tmp = dir.join(format!("{LOG_START_FILE}.tmp"));
@@ -84,7 +84,8 @@ impl PartitionLog {
     /// low watermark, the log start offset afterwards. An offset at or below the current
     /// start changes nothing and returns the current start, as in Kafka
     /// (`UnifiedLog.maybeIncrementLogStartOffset`). The start is checkpointed before
-    /// this returns; sealed segments wholly below it are then deleted (a failure there is
+    /// this returns (on glommio's blocking thread; the shard keeps serving); sealed
+    /// segments wholly below it are then deleted (a failure there is
     /// logged, the start stands). Reads below the new start get OFFSET_OUT_OF_RANGE; a
     /// read at it still returns the whole batch that holds it.
     ///
@@ -103,8 +104,20 @@ impl PartitionLog {
         if target <= self.log_start.get() {
             return Ok(self.log_start.get());
         }
-        store(&self.dir, target).map_err(DeleteRecordsError::Io)?;
-        self.log_start.set(target);
+        // One checkpoint write at a time per partition, so the file only ever grows.
+        let _permit = self.checkpointing.acquire_permit(1).await.map_err(|e| {
+            DeleteRecordsError::Io(io::Error::other(format!("log start checkpoint: {e}")))
+        })?;
+        if target <= self.log_start.get() {
+            return Ok(self.log_start.get());
+        }
+        let dir = self.dir.clone();
+        glommio::executor()
+            .spawn_blocking(move || store(&dir, target))
+            .await
+            .map_err(DeleteRecordsError::Io)?;
+        // Retention may have moved it further meanwhile; it never moves back.
+        self.log_start.set(self.log_start.get().max(target));
         self.cache.borrow_mut().evict_below(self.cache_id, target);
         if let Err(e) = self.delete_segments_below_start().await {
             tracing::warn!(dir = %self.dir.display(), error = %e, "deleting segments below the log start offset failed");

@@ -12,6 +12,7 @@ use glommio::sync::Semaphore;
 
 use super::messages::{CatalogChanged, NewTopic};
 use super::state::Shard;
+use crate::config_ops::{self, ConfigChange};
 use crate::error::{KafkaResult, ResponseError};
 use crate::metadata::{Catalog, CatalogError, TopicMeta};
 
@@ -136,6 +137,37 @@ impl Control {
         let results: Vec<_> = topics
             .iter()
             .map(|(n, count)| next.create_partitions(n, *count, shard.nr_shards))
+            .collect();
+        if !validate_only && results.iter().any(Result::is_ok) {
+            if let Err(e) = self.commit(shard, next).await {
+                return failed(results, e);
+            }
+        }
+        results
+    }
+
+    /// AlterConfigs / IncrementalAlterConfigs on topics: each change is applied to the
+    /// topic's overrides in the authoritative catalog ([`crate::config_ops::apply`]);
+    /// the valid ones are committed together unless `validate_only`. Errors per topic:
+    /// UnknownTopic, InvalidRequest, InvalidConfig, or Storage when the catalog cannot
+    /// be saved.
+    pub async fn alter_topic_configs(
+        &self,
+        shard: &Rc<Shard>,
+        changes: Vec<(String, ConfigChange)>,
+        validate_only: bool,
+    ) -> Vec<Result<(), CatalogError>> {
+        let _permit = self.changes.acquire_permit(1).await;
+        let mut next = self.catalog.borrow().clone();
+        let results: Vec<_> = changes
+            .iter()
+            .map(|(name, change)| {
+                let current = next.topic(name).map(|t| t.configs.clone()).ok_or_else(|| {
+                    CatalogError::UnknownTopic(format!("Topic {name} does not exist."))
+                })?;
+                let configs = config_ops::apply(&current, change)?;
+                next.set_topic_configs(name, configs)
+            })
             .collect();
         if !validate_only && results.iter().any(Result::is_ok) {
             if let Err(e) = self.commit(shard, next).await {

@@ -186,6 +186,13 @@ pub enum ControlRequest {
         validate_only: bool,
         reply: Reply<Vec<Result<(), CatalogError>>>,
     },
+    /// Change topics' config overrides (AlterConfigs, IncrementalAlterConfigs), or only
+    /// validate the changes.
+    AlterTopicConfigs {
+        changes: Vec<(String, crate::config_ops::ConfigChange)>,
+        validate_only: bool,
+        reply: Reply<Vec<Result<(), CatalogError>>>,
+    },
     /// A fresh producer id (InitProducerId); KAFKA_STORAGE_ERROR when the id block
     /// cannot be reserved on disk.
     AllocateProducerId { reply: Reply<KafkaResult<i64>> },

@@ -180,6 +180,10 @@ fn execute_control(shard: &Rc<Shard>, request: ControlRequest) {
             ControlRequest::CreatePartitions { topics, validate_only, reply } => {
                 let _ = reply.send(control.create_partitions(&shard, topics, validate_only).await);
             }
+            ControlRequest::AlterTopicConfigs { changes, validate_only, reply } => {
+                let _ =
+                    reply.send(control.alter_topic_configs(&shard, changes, validate_only).await);
+            }
             ControlRequest::AllocateProducerId { reply } => {
                 let _ = reply.send(control.allocate_producer_id());
             }

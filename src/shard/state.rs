@@ -215,7 +215,15 @@ impl Shard {
             let topic_config = EffectiveTopicConfig::resolve(&t.configs, &self.config);
             for (p, &owner) in t.partition_shards.iter().enumerate() {
                 let key = (t.name.clone(), p as i32);
-                if owner != self.id || self.logs.borrow().contains_key(&key) {
+                if owner != self.id {
+                    continue;
+                }
+                let open = self.logs.borrow().get(&key).cloned();
+                if let Some(owned) = open {
+                    // AlterConfigs: the open log follows its topic's configs.
+                    if owned.log.update_config(&self.log_config(&topic_config)) {
+                        tracing::info!(topic = %t.name, partition = p, config = ?owned.log.live_config(), "topic configs changed");
+                    }
                     continue;
                 }
                 let dir = self.partition_dir(&t.name, p as i32);

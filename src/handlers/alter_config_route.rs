@@ -1,0 +1,117 @@
+//! What AlterConfigs (key 33) and IncrementalAlterConfigs (key 44) share: sorting each
+//! resource into a topic change for the control shard or an answer given here, and
+//! collecting the answers in request order.
+//!
+//! Topics (resource type 2) change in the catalog (`shard::control`), persisted and
+//! applied live by every shard. The broker (type 4, this node's id or "" for the
+//! cluster default) has no dynamic configs in shardlog: a change that only deletes
+//! succeeds (nothing was set, as deleting an unset config does in Kafka), any other
+//! gets INVALID_CONFIG. Other resource types get INVALID_REQUEST.
+
+use kafka_protocol::protocol::StrBytes;
+
+use super::{Ctx, Deferred};
+use crate::config_ops::ConfigChange;
+use crate::error::ResponseError;
+use crate::metadata::CatalogError;
+use crate::shard::ControlRequest;
+
+pub const RESOURCE_TOPIC: i8 = 2;
+pub const RESOURCE_BROKER: i8 = 4;
+
+/// One resource of the request.
+pub struct Resource {
+    pub resource_type: i8,
+    pub name: StrBytes,
+    /// The change, or the error decoding it already gave (e.g. an unknown operation).
+    pub change: Result<ConfigChange, CatalogError>,
+}
+
+/// One resource's answer: `(resource_type, name, error, message)`.
+pub type Answer = (i8, StrBytes, Option<ResponseError>, Option<String>);
+
+/// Starts the topic changes on the control shard; the second phase yields one answer
+/// per resource, in request order.
+pub async fn route(
+    ctx: &Ctx,
+    resources: Vec<Resource>,
+    validate_only: bool,
+) -> Deferred<Vec<Answer>> {
+    let node = ctx.shard.config.node_id.to_string();
+    let mut local: Vec<Option<Result<(), CatalogError>>> = Vec::with_capacity(resources.len());
+    let mut changes = Vec::new();
+    for r in &resources {
+        let answer = match (&r.change, r.resource_type) {
+            (Err(e), _) => Some(Err(e.clone())),
+            (Ok(change), RESOURCE_TOPIC) => {
+                changes.push((r.name.to_string(), change.clone()));
+                None
+            }
+            (Ok(change), RESOURCE_BROKER) => Some(broker_change(r.name.as_str(), &node, change)),
+            (Ok(_), t) => Some(Err(CatalogError::InvalidRequest(format!(
+                "Unsupported resource type {t} for config changes"
+            )))),
+        };
+        local.push(answer);
+    }
+    let pending = if changes.is_empty() {
+        None
+    } else {
+        Some(
+            ctx.shard
+                .ask_control(|reply| ControlRequest::AlterTopicConfigs {
+                    changes,
+                    validate_only,
+                    reply,
+                })
+                .await,
+        )
+    };
+    Box::pin(async move {
+        let mut topic_answers = match pending {
+            Some(rx) => rx.await.ok()?,
+            None => Vec::new(),
+        }
+        .into_iter();
+        let answers = resources
+            .into_iter()
+            .zip(local)
+            .map(|(r, answer)| {
+                let result = match answer {
+                    Some(a) => a,
+                    None => topic_answers.next().unwrap_or(Err(CatalogError::Storage(
+                        "the control shard did not answer".into(),
+                    ))),
+                };
+                match result {
+                    Ok(()) => (r.resource_type, r.name, None, None),
+                    Err(e) => {
+                        (r.resource_type, r.name, Some(e.error()), Some(e.message().to_string()))
+                    }
+                }
+            })
+            .collect();
+        Some(answers)
+    })
+}
+
+/// A change to the broker's configs: only deletions (no-ops) are accepted.
+fn broker_change(name: &str, node: &str, change: &ConfigChange) -> Result<(), CatalogError> {
+    if !name.is_empty() && name != node {
+        return Err(CatalogError::InvalidRequest(format!("Unexpected broker id {name}")));
+    }
+    let set: Vec<&str> = match change {
+        ConfigChange::Incremental(ops) => ops
+            .iter()
+            .filter(|(_, op, _)| *op != crate::config_ops::OpType::Delete)
+            .map(|(n, _, _)| n.as_str())
+            .collect(),
+        ConfigChange::Replace(entries) => entries.iter().map(|(n, _)| n.as_str()).collect(),
+    };
+    match set.first() {
+        None => Ok(()),
+        Some(n) => Err(CatalogError::InvalidConfig(format!(
+            "Dynamic broker configs are not supported: {n} can only be set by a flag at start-up"
+        ))),
+    }
+}
