@@ -13,7 +13,10 @@ use crate::log::retention::RetentionPolicy;
 /// default comes from shardlog's own flags (see [`default_value`]).
 const KNOWN: &[(&str, Option<&str>)] = &[
     ("cleanup.policy", Some("delete")),
+    ("compression.gzip.level", Some("-1")),
+    ("compression.lz4.level", Some("9")),
     ("compression.type", Some("producer")),
+    ("compression.zstd.level", Some("3")),
     ("delete.retention.ms", Some("86400000")),
     ("file.delete.delay.ms", Some("60000")),
     ("flush.messages", Some("9223372036854775807")),
@@ -25,15 +28,15 @@ const KNOWN: &[(&str, Option<&str>)] = &[
     ("local.retention.ms", Some("-2")),
     ("max.compaction.lag.ms", Some("9223372036854775807")),
     ("max.message.bytes", None),
-    ("message.downconversion.enable", Some("true")),
     ("message.timestamp.after.max.ms", Some("3600000")),
     ("message.timestamp.before.max.ms", Some("9223372036854775807")),
-    ("message.timestamp.difference.max.ms", Some("9223372036854775807")),
     ("message.timestamp.type", Some("CreateTime")),
     ("min.cleanable.dirty.ratio", Some("0.5")),
     ("min.compaction.lag.ms", Some("0")),
     ("min.insync.replicas", Some("1")),
     ("preallocate", Some("false")),
+    ("remote.log.copy.disable", Some("false")),
+    ("remote.log.delete.on.disable", Some("false")),
     ("remote.storage.enable", Some("false")),
     ("retention.bytes", None),
     ("retention.ms", None),
@@ -85,7 +88,6 @@ pub fn broker_synonym(name: &str) -> Option<&'static str> {
         "max.message.bytes" => "message.max.bytes",
         "message.timestamp.after.max.ms" => "log.message.timestamp.after.max.ms",
         "message.timestamp.before.max.ms" => "log.message.timestamp.before.max.ms",
-        "message.timestamp.difference.max.ms" => "log.message.timestamp.difference.max.ms",
         "message.timestamp.type" => "log.message.timestamp.type",
         "min.cleanable.dirty.ratio" => "log.cleaner.min.cleanable.ratio",
         "min.compaction.lag.ms" => "log.cleaner.min.compaction.lag.ms",
@@ -108,33 +110,51 @@ pub fn validate(name: &str, value: Option<&str>) -> Result<(), String> {
     if !KNOWN.iter().any(|(n, _)| *n == name) {
         return Err(format!("Unknown topic config name: {name}"));
     }
-    let Some(value) = value else {
+    let Some(raw) = value else {
         return Err(format!("Null value not supported for topic config: {name}"));
     };
-    let bad = || format!("Invalid value {value} for configuration {name}");
+    // Kafka's ConfigDef trims values before parsing them.
+    let value = raw.trim();
+    let bad = || format!("Invalid value {raw} for configuration {name}");
+    let int_at_least =
+        |min: i32| value.parse::<i32>().ok().filter(|v| *v >= min).map(|_| ()).ok_or_else(bad);
+    let long_at_least =
+        |min: i64| value.parse::<i64>().ok().filter(|v| *v >= min).map(|_| ()).ok_or_else(bad);
     match name {
-        "max.message.bytes"
-        | "index.interval.bytes"
-        | "segment.index.bytes"
-        | "min.insync.replicas" => {
-            value.parse::<i32>().ok().filter(|v| *v >= 0).map(|_| ()).ok_or_else(bad)
+        "max.message.bytes" | "index.interval.bytes" => int_at_least(0),
+        "min.insync.replicas" => int_at_least(1),
+        "segment.index.bytes" => int_at_least(4),
+        "segment.bytes" => int_at_least(1 << 20),
+        // No lower bound in Kafka: any negative value means no limit.
+        "retention.bytes" => long_at_least(i64::MIN),
+        "retention.ms" => long_at_least(-1),
+        "segment.ms" | "flush.messages" | "flush.ms" | "max.compaction.lag.ms" => long_at_least(1),
+        "local.retention.ms" | "local.retention.bytes" => long_at_least(-2),
+        "compression.gzip.level" => match value.parse::<i32>() {
+            Ok(v) if v == -1 || (1..=9).contains(&v) => Ok(()),
+            _ => Err(bad()),
+        },
+        "compression.lz4.level" => {
+            value.parse::<i32>().ok().filter(|v| (1..=17).contains(v)).map(|_| ()).ok_or_else(bad)
         }
-        "segment.bytes" => {
-            value.parse::<i32>().ok().filter(|v| *v >= 1 << 20).map(|_| ()).ok_or_else(bad)
-        }
-        "retention.ms" | "retention.bytes" => {
-            value.parse::<i64>().ok().filter(|v| *v >= -1).map(|_| ()).ok_or_else(bad)
-        }
-        "segment.ms" => value.parse::<i64>().ok().filter(|v| *v >= 1).map(|_| ()).ok_or_else(bad),
-        "local.retention.ms" | "local.retention.bytes" => {
-            value.parse::<i64>().ok().filter(|v| *v >= -2).map(|_| ()).ok_or_else(bad)
-        }
+        "compression.zstd.level" => value
+            .parse::<i32>()
+            .ok()
+            .filter(|v| (-131072..=22).contains(v))
+            .map(|_| ())
+            .ok_or_else(bad),
         "message.timestamp.type" => match value {
             "CreateTime" | "LogAppendTime" => Ok(()),
             _ => Err(bad()),
         },
+        // A list: each item delete or compact; the empty list is allowed, as in Kafka 4.x.
         "cleanup.policy" => {
-            if value.split(',').map(str::trim).all(|p| p == "delete" || p == "compact") {
+            if value
+                .split(',')
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .all(|p| p == "delete" || p == "compact")
+            {
                 Ok(())
             } else {
                 Err(bad())
@@ -144,13 +164,18 @@ pub fn validate(name: &str, value: Option<&str>) -> Result<(), String> {
             "producer" | "uncompressed" | "gzip" | "snappy" | "lz4" | "zstd" => Ok(()),
             _ => Err(bad()),
         },
+        // Booleans, case-insensitive like Kafka's ConfigDef.
         "preallocate"
         | "unclean.leader.election.enable"
-        | "message.downconversion.enable"
-        | "remote.storage.enable" => match value {
-            "true" | "false" => Ok(()),
-            _ => Err(bad()),
-        },
+        | "remote.log.copy.disable"
+        | "remote.log.delete.on.disable"
+        | "remote.storage.enable" => {
+            if value.eq_ignore_ascii_case("true") || value.eq_ignore_ascii_case("false") {
+                Ok(())
+            } else {
+                Err(bad())
+            }
+        }
         // "*", or "partition:broker" pairs (a replica list) separated by commas.
         "leader.replication.throttled.replicas" | "follower.replication.throttled.replicas" => {
             let pair = |p: &str| {
@@ -196,7 +221,7 @@ pub struct EffectiveTopicConfig {
 impl EffectiveTopicConfig {
     /// Resolves `overrides` (already validated) over the broker's flags.
     pub fn resolve(overrides: &BTreeMap<String, String>, config: &Config) -> Self {
-        let get = |k: &str| overrides.get(k).map(String::as_str);
+        let get = |k: &str| overrides.get(k).map(|v| v.trim());
         EffectiveTopicConfig {
             max_message_bytes: get("max.message.bytes")
                 .and_then(|v| v.parse().ok())
@@ -236,6 +261,32 @@ mod tests {
         assert!(validate("message.timestamp.type", Some("Now")).is_err());
         assert_eq!(validate("retention.ms", Some("-1")), Ok(()));
         assert_eq!(validate("cleanup.policy", Some("compact,delete")), Ok(()));
+    }
+
+    #[test]
+    fn bounds_names_and_parsing_follow_kafka_4() {
+        // Lower bounds of LogConfig's validators.
+        for (name, min) in [
+            ("min.insync.replicas", 1),
+            ("flush.messages", 1),
+            ("max.compaction.lag.ms", 1),
+            ("segment.index.bytes", 4),
+            ("segment.ms", 1),
+        ] {
+            assert!(validate(name, Some(&(min - 1).to_string())).is_err(), "{name}");
+            assert_eq!(validate(name, Some(&min.to_string())), Ok(()), "{name}");
+        }
+        assert_eq!(validate("retention.bytes", Some("-2")), Ok(()));
+        // Trimmed, case-insensitive booleans, the empty cleanup policy.
+        assert_eq!(validate("retention.ms", Some(" 1000 ")), Ok(()));
+        assert_eq!(validate("preallocate", Some("TRUE")), Ok(()));
+        assert_eq!(validate("cleanup.policy", Some("")), Ok(()));
+        // Gone in 4.0, and new since 3.8.
+        assert!(validate("message.downconversion.enable", Some("true")).is_err());
+        assert!(validate("message.timestamp.difference.max.ms", Some("1")).is_err());
+        assert_eq!(validate("compression.gzip.level", Some("5")), Ok(()));
+        assert!(validate("compression.gzip.level", Some("0")).is_err());
+        assert_eq!(validate("remote.log.copy.disable", Some("false")), Ok(()));
     }
 
     #[test]

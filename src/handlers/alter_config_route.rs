@@ -6,7 +6,8 @@
 //! applied live by every shard. The broker (type 4, this node's id or "" for the
 //! cluster default) has no dynamic configs in shardlog: a change that only deletes
 //! succeeds (nothing was set, as deleting an unset config does in Kafka), any other
-//! gets INVALID_CONFIG. Other resource types get INVALID_REQUEST.
+//! gets INVALID_CONFIG. Other resource types, and every copy of a resource the request
+//! names twice, get INVALID_REQUEST.
 
 use kafka_protocol::protocol::StrBytes;
 
@@ -38,10 +39,17 @@ pub async fn route(
     validate_only: bool,
 ) -> Deferred<Vec<Answer>> {
     let node = ctx.shard.config.node_id.to_string();
+    let mut count = std::collections::HashMap::new();
+    for r in &resources {
+        *count.entry((r.resource_type, r.name.as_str())).or_insert(0) += 1;
+    }
     let mut local: Vec<Option<Result<(), CatalogError>>> = Vec::with_capacity(resources.len());
     let mut changes = Vec::new();
     for r in &resources {
+        let duplicate = count[&(r.resource_type, r.name.as_str())] > 1;
         let answer = match (&r.change, r.resource_type) {
+            // Kafka refuses every copy of a resource named twice, applying none.
+            _ if duplicate => Some(Err(CatalogError::InvalidRequest("Duplicate resource.".into()))),
             (Err(e), _) => Some(Err(e.clone())),
             (Ok(change), RESOURCE_TOPIC) => {
                 changes.push((r.name.to_string(), change.clone()));

@@ -177,7 +177,8 @@ fn config_type(name: &str) -> i8 {
     match name {
         "preallocate"
         | "unclean.leader.election.enable"
-        | "message.downconversion.enable"
+        | "remote.log.copy.disable"
+        | "remote.log.delete.on.disable"
         | "remote.storage.enable"
         | "auto.create.topics.enable" => 1,
         "max.message.bytes"
@@ -185,6 +186,9 @@ fn config_type(name: &str) -> i8 {
         | "index.interval.bytes"
         | "segment.index.bytes"
         | "min.insync.replicas"
+        | "compression.gzip.level"
+        | "compression.lz4.level"
+        | "compression.zstd.level"
         | "message.max.bytes"
         | "num.partitions"
         | "broker.id"
@@ -194,7 +198,12 @@ fn config_type(name: &str) -> i8 {
         | "socket.request.max.bytes"
         | "log.retention.hours" => 3,
         "min.cleanable.dirty.ratio" => 6,
-        "cleanup.policy" | "listeners" | "advertised.listeners" | "log.dirs" => 7,
+        "cleanup.policy"
+        | "leader.replication.throttled.replicas"
+        | "follower.replication.throttled.replicas"
+        | "listeners"
+        | "advertised.listeners"
+        | "log.dirs" => 7,
         "compression.type" | "message.timestamp.type" => 2,
         _ => 5,
     }

@@ -183,6 +183,7 @@ apis! {
     CreateTopics => create_topics,
     DeleteTopics => delete_topics,
     DeleteRecords => delete_records,
+    OffsetForLeaderEpoch => offset_for_leader_epoch,
     InitProducerId => init_producer_id,
     DescribeConfigs => describe_configs,
     AlterConfigs => alter_configs,

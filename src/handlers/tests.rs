@@ -499,12 +499,19 @@ fn incremental_alter_configs_changes_persists_and_applies_topic_configs() {
         // validate_only: answered, nothing changes.
         assert_eq!(alter(vec![res(2, "ac", set_segment())], true).await, vec![(2, "ac".into(), 0)]);
         assert!(shard.catalog().topic("ac").unwrap().configs.is_empty());
+        // INVALID_CONFIG (retention.ms >= -1), INVALID_REQUEST (unknown operation; a
+        // resource named twice): nothing applied.
+        let bad = res(2, "ac", vec![op("retention.ms", 0, Some("-2"))]);
+        assert_eq!(alter(vec![bad], false).await, vec![(2, "ac".into(), 40)]);
+        let bad = res(2, "ac", vec![op("retention.ms", 7, Some("1"))]);
+        assert_eq!(alter(vec![bad], false).await, vec![(2, "ac".into(), 42)]);
+        let twice = vec![res(2, "ac", set_segment()), res(2, "ac", vec![])];
+        assert_eq!(alter(twice, false).await, vec![(2, "ac".into(), 42), (2, "ac".into(), 42)]);
+        assert!(shard.catalog().topic("ac").unwrap().configs.is_empty());
         let got = alter(
             vec![
                 res(2, "ac", set_segment()),
                 res(2, "nope", vec![op("retention.ms", 0, Some("1"))]),
-                res(2, "ac", vec![op("retention.ms", 0, Some("-2"))]),
-                res(2, "ac", vec![op("retention.ms", 7, Some("1"))]),
                 res(4, "0", vec![op("leader.replication.throttled.rate", 1, None)]),
                 res(4, "", vec![op("log.retention.ms", 0, Some("1"))]),
                 res(4, "5", vec![]),
@@ -516,8 +523,6 @@ fn incremental_alter_configs_changes_persists_and_applies_topic_configs() {
         let want: Vec<(i8, String, i16)> = [
             (2, "ac", 0),
             (2, "nope", 3), // UNKNOWN_TOPIC_OR_PARTITION
-            (2, "ac", 40),  // INVALID_CONFIG: retention.ms >= -1
-            (2, "ac", 42),  // INVALID_REQUEST: unknown operation
             (4, "0", 0),    // deleting an unset broker config
             (4, "", 40),    // no dynamic broker configs
             (4, "5", 42),   // another broker
@@ -538,5 +543,97 @@ fn incremental_alter_configs_changes_persists_and_applies_topic_configs() {
         let saved = crate::metadata::Catalog::load(&shard.config.data_dir).unwrap();
         assert_eq!(saved.topic("ac").unwrap().configs, want);
         assert_eq!(shard.log("ac", 0).unwrap().log.live_config().segment_bytes, 2_000_000);
+    });
+}
+
+#[test]
+fn offset_for_leader_epoch_answers_from_the_one_epoch_each_partition_has() {
+    use crate::protocol::batch::testing::{build_batch, BatchSpec};
+    use kafka_protocol::messages::create_topics_request::CreatableTopic;
+    use kafka_protocol::messages::offset_for_leader_epoch_request::{
+        OffsetForLeaderPartition, OffsetForLeaderTopic,
+    };
+    use kafka_protocol::messages::{CreateTopicsRequest, OffsetForLeaderEpochRequest, TopicName};
+    with_shard(|shard| async move {
+        let name = |s: &'static str| TopicName(StrBytes::from_static_str(s));
+        let create = RequestKind::CreateTopics(CreateTopicsRequest::default().with_topics(vec![
+            CreatableTopic::default()
+                .with_name(name("ofle"))
+                .with_num_partitions(1)
+                .with_replication_factor(1),
+        ]));
+        let Ok(Dispatched { outcome: Outcome::Serial(created), .. }) =
+            dispatch(&ctx(&shard, 7), frame(ApiKey::CreateTopics, 7, 1, &create)).await
+        else {
+            panic!("CreateTopics is not serial");
+        };
+        assert!(created.await.is_some());
+        let batch =
+            bytes::Bytes::from(build_batch(&BatchSpec { records: 3, ..Default::default() }));
+        shard.log("ofle", 0).unwrap().log.append(batch, 0).await.unwrap();
+        let part = |p: i32, current: i32, epoch: i32| {
+            OffsetForLeaderPartition::default()
+                .with_partition(p)
+                .with_current_leader_epoch(current)
+                .with_leader_epoch(epoch)
+        };
+        let request =
+            OffsetForLeaderEpochRequest::default().with_replica_id((-1).into()).with_topics(vec![
+                OffsetForLeaderTopic::default().with_topic(name("ofle")).with_partitions(vec![
+                    part(0, -1, 0),
+                    part(0, 0, 0),
+                    part(0, -1, 5),
+                    part(0, 1, 0),
+                    part(1, -1, 0),
+                ]),
+                OffsetForLeaderTopic::default()
+                    .with_topic(name("__consumer_offsets"))
+                    .with_partitions(vec![part(0, 0, 0)]),
+                OffsetForLeaderTopic::default()
+                    .with_topic(name("nope"))
+                    .with_partitions(vec![part(0, -1, 0)]),
+            ]);
+        for version in 2..=4 {
+            let body = RequestKind::OffsetForLeaderEpoch(request.clone());
+            let d = dispatch(
+                &ctx(&shard, version),
+                frame(ApiKey::OffsetForLeaderEpoch, version, 2, &body),
+            )
+            .await;
+            let Ok(Dispatched { outcome: Outcome::Later(later), .. }) = d else {
+                panic!("v{version}")
+            };
+            let Some(ResponseKind::OffsetForLeaderEpoch(r)) = later.await else {
+                panic!("no answer")
+            };
+            let got: Vec<(String, i32, i16, i32, i64)> = r
+                .topics
+                .iter()
+                .flat_map(|t| {
+                    t.partitions.iter().map(|p| {
+                        (
+                            t.topic.to_string(),
+                            p.partition,
+                            p.error_code,
+                            p.leader_epoch,
+                            p.end_offset,
+                        )
+                    })
+                })
+                .collect();
+            let want: Vec<(String, i32, i16, i32, i64)> = [
+                ("ofle", 0, 0, 0, 3),
+                ("ofle", 0, 0, 0, 3),
+                ("ofle", 0, 0, -1, -1),  // an epoch after the only one
+                ("ofle", 0, 75, -1, -1), // UNKNOWN_LEADER_EPOCH: the client is ahead
+                ("ofle", 1, 3, -1, -1),
+                ("__consumer_offsets", 0, 0, 0, 0),
+                ("nope", 0, 3, -1, -1),
+            ]
+            .iter()
+            .map(|&(t, p, e, ep, o)| (t.to_string(), p, e, ep, o))
+            .collect();
+            assert_eq!(got, want, "v{version}");
+        }
     });
 }

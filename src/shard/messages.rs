@@ -152,6 +152,10 @@ pub enum DataRequest {
     /// ListOffsets for one timestamp spec (-1 latest, -2 earliest, -3 max timestamp,
     /// -4 earliest local, a timestamp >= 0 in ms; other values find nothing).
     ListOffset { topic: TopicName, partition: i32, timestamp: i64, reply: Reply<ListedOffset> },
+    /// The log start offset and log end offset of one partition (inclusive start,
+    /// exclusive end), for OffsetForLeaderEpoch (`__consumer_offsets` partitions too). Errors: UNKNOWN_TOPIC_OR_PARTITION,
+    /// NOT_LEADER_OR_FOLLOWER.
+    LogOffsets { topic: TopicName, partition: i32, reply: Reply<KafkaResult<(i64, i64)>> },
     /// DescribeLogDirs: every partition log this shard holds (data partitions it owns
     /// and the `__consumer_offsets` partitions it has opened), or only those `filter`
     /// names (topic -> partitions); unknown names are left out, as in Kafka.

@@ -144,6 +144,16 @@ async fn execute_data(shard: &Rc<Shard>, request: DataRequest) {
                 let _ = reply.send(list_offset(&shard, &topic, partition, timestamp).await);
             });
         }
+        DataRequest::LogOffsets { topic, partition, reply } => {
+            let shard = shard.clone();
+            spawn_detached(async move {
+                let answer = match shard.readable_log(&topic, partition).await {
+                    Some(log) => Ok((log.log_start_offset(), log.log_end_offset())),
+                    None => Err(not_here(&shard, &topic)),
+                };
+                let _ = reply.send(answer);
+            });
+        }
         DataRequest::DescribeLogDir { filter, reply } => {
             let _ = reply.send(describe_log_dir(shard, filter.as_ref()));
         }
