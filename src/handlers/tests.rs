@@ -39,6 +39,25 @@ fn ctx(shard: &std::rc::Rc<Shard>, version: i16) -> Ctx {
     }
 }
 
+/// Creates `topics` through CreateTopics v7, as a client would, asserting that each was
+/// created.
+async fn create_topics(
+    shard: &std::rc::Rc<Shard>,
+    topics: Vec<kafka_protocol::messages::create_topics_request::CreatableTopic>,
+) {
+    let n = topics.len();
+    let body = RequestKind::CreateTopics(
+        kafka_protocol::messages::CreateTopicsRequest::default().with_topics(topics),
+    );
+    let Ok(Dispatched { outcome: Outcome::Serial(created), .. }) =
+        dispatch(&ctx(shard, 7), frame(ApiKey::CreateTopics, 7, 1, &body)).await
+    else {
+        panic!("CreateTopics is not serial");
+    };
+    let Some(ResponseKind::CreateTopics(r)) = created.await else { panic!("no answer") };
+    assert_eq!(r.topics.iter().map(|t| t.error_code).collect::<Vec<_>>(), vec![0; n]);
+}
+
 #[test]
 fn every_advertised_version_of_every_api_is_served() {
     with_shard(|shard| async move {
@@ -190,21 +209,17 @@ fn catalog_changes_are_serial_so_pipelined_requests_see_them() {
 fn metadata_by_topic_id_ignores_the_name_that_comes_with_it() {
     use kafka_protocol::messages::create_topics_request::CreatableTopic;
     use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-    use kafka_protocol::messages::{CreateTopicsRequest, MetadataRequest, TopicName};
+    use kafka_protocol::messages::{MetadataRequest, TopicName};
     with_shard(|shard| async move {
         let name = |s: &'static str| TopicName(StrBytes::from_static_str(s));
-        let create = RequestKind::CreateTopics(CreateTopicsRequest::default().with_topics(vec![
-            CreatableTopic::default()
+        create_topics(
+            &shard,
+            vec![CreatableTopic::default()
                 .with_name(name("by-id"))
                 .with_num_partitions(2)
-                .with_replication_factor(1),
-        ]));
-        let Ok(Dispatched { outcome: Outcome::Serial(created), .. }) =
-            dispatch(&ctx(&shard, 7), frame(ApiKey::CreateTopics, 7, 1, &create)).await
-        else {
-            panic!("CreateTopics is not serial");
-        };
-        assert!(created.await.is_some());
+                .with_replication_factor(1)],
+        )
+        .await;
         let id = shard.catalog().topic("by-id").expect("created").id;
         let unknown = uuid::Uuid::from_u128(42);
         // What the Java Admin sends for describeTopics(TopicCollection.ofTopicIds(..)):
@@ -261,29 +276,27 @@ fn delete_records_answers_each_partition_with_kafkas_error_codes() {
     use kafka_protocol::messages::delete_records_request::{
         DeleteRecordsPartition, DeleteRecordsTopic,
     };
-    use kafka_protocol::messages::{CreateTopicsRequest, DeleteRecordsRequest, TopicName};
+    use kafka_protocol::messages::{DeleteRecordsRequest, TopicName};
     with_shard(|shard| async move {
         let name = |s: &'static str| TopicName(StrBytes::from_static_str(s));
         let compact = CreatableTopicConfig::default()
             .with_name(StrBytes::from_static_str("cleanup.policy"))
             .with_value(Some(StrBytes::from_static_str("compact")));
-        let create = RequestKind::CreateTopics(CreateTopicsRequest::default().with_topics(vec![
-            CreatableTopic::default()
-                .with_name(name("dr"))
-                .with_num_partitions(1)
-                .with_replication_factor(1),
-            CreatableTopic::default()
-                .with_name(name("dr-compact"))
-                .with_num_partitions(1)
-                .with_replication_factor(1)
-                .with_configs(vec![compact]),
-        ]));
-        let Ok(Dispatched { outcome: Outcome::Serial(created), .. }) =
-            dispatch(&ctx(&shard, 7), frame(ApiKey::CreateTopics, 7, 1, &create)).await
-        else {
-            panic!("CreateTopics is not serial");
-        };
-        assert!(created.await.is_some());
+        create_topics(
+            &shard,
+            vec![
+                CreatableTopic::default()
+                    .with_name(name("dr"))
+                    .with_num_partitions(1)
+                    .with_replication_factor(1),
+                CreatableTopic::default()
+                    .with_name(name("dr-compact"))
+                    .with_num_partitions(1)
+                    .with_replication_factor(1)
+                    .with_configs(vec![compact]),
+            ],
+        )
+        .await;
         let parts = |offsets: &[(i32, i64)]| {
             offsets
                 .iter()
@@ -349,21 +362,17 @@ fn describe_log_dirs_reports_every_partition_log_with_its_size() {
     use crate::protocol::batch::testing::{build_batch, BatchSpec};
     use kafka_protocol::messages::create_topics_request::CreatableTopic;
     use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
-    use kafka_protocol::messages::{CreateTopicsRequest, DescribeLogDirsRequest, TopicName};
+    use kafka_protocol::messages::{DescribeLogDirsRequest, TopicName};
     with_shard(|shard| async move {
         let name = |s: &'static str| TopicName(StrBytes::from_static_str(s));
-        let create = RequestKind::CreateTopics(CreateTopicsRequest::default().with_topics(vec![
-            CreatableTopic::default()
+        create_topics(
+            &shard,
+            vec![CreatableTopic::default()
                 .with_name(name("ld"))
                 .with_num_partitions(2)
-                .with_replication_factor(1),
-        ]));
-        let Ok(Dispatched { outcome: Outcome::Serial(created), .. }) =
-            dispatch(&ctx(&shard, 7), frame(ApiKey::CreateTopics, 7, 1, &create)).await
-        else {
-            panic!("CreateTopics is not serial");
-        };
-        assert!(created.await.is_some());
+                .with_replication_factor(1)],
+        )
+        .await;
         let batch =
             bytes::Bytes::from(build_batch(&BatchSpec { records: 3, ..Default::default() }));
         let log = shard.log("ld", 1).expect("owned").log.clone();
@@ -441,23 +450,17 @@ fn incremental_alter_configs_changes_persists_and_applies_topic_configs() {
     use kafka_protocol::messages::incremental_alter_configs_request::{
         AlterConfigsResource, AlterableConfig,
     };
-    use kafka_protocol::messages::{
-        CreateTopicsRequest, IncrementalAlterConfigsRequest, TopicName,
-    };
+    use kafka_protocol::messages::{IncrementalAlterConfigsRequest, TopicName};
     with_shard(|shard| async move {
         let name = |s: &'static str| TopicName(StrBytes::from_static_str(s));
-        let create = RequestKind::CreateTopics(CreateTopicsRequest::default().with_topics(vec![
-            CreatableTopic::default()
+        create_topics(
+            &shard,
+            vec![CreatableTopic::default()
                 .with_name(name("ac"))
                 .with_num_partitions(1)
-                .with_replication_factor(1),
-        ]));
-        let Ok(Dispatched { outcome: Outcome::Serial(created), .. }) =
-            dispatch(&ctx(&shard, 7), frame(ApiKey::CreateTopics, 7, 1, &create)).await
-        else {
-            panic!("CreateTopics is not serial");
-        };
-        assert!(created.await.is_some());
+                .with_replication_factor(1)],
+        )
+        .await;
         let op = |n: &'static str, code: i8, v: Option<&'static str>| {
             AlterableConfig::default()
                 .with_name(StrBytes::from_static_str(n))
@@ -553,21 +556,17 @@ fn offset_for_leader_epoch_answers_from_the_one_epoch_each_partition_has() {
     use kafka_protocol::messages::offset_for_leader_epoch_request::{
         OffsetForLeaderPartition, OffsetForLeaderTopic,
     };
-    use kafka_protocol::messages::{CreateTopicsRequest, OffsetForLeaderEpochRequest, TopicName};
+    use kafka_protocol::messages::{OffsetForLeaderEpochRequest, TopicName};
     with_shard(|shard| async move {
         let name = |s: &'static str| TopicName(StrBytes::from_static_str(s));
-        let create = RequestKind::CreateTopics(CreateTopicsRequest::default().with_topics(vec![
-            CreatableTopic::default()
+        create_topics(
+            &shard,
+            vec![CreatableTopic::default()
                 .with_name(name("ofle"))
                 .with_num_partitions(1)
-                .with_replication_factor(1),
-        ]));
-        let Ok(Dispatched { outcome: Outcome::Serial(created), .. }) =
-            dispatch(&ctx(&shard, 7), frame(ApiKey::CreateTopics, 7, 1, &create)).await
-        else {
-            panic!("CreateTopics is not serial");
-        };
-        assert!(created.await.is_some());
+                .with_replication_factor(1)],
+        )
+        .await;
         let batch =
             bytes::Bytes::from(build_batch(&BatchSpec { records: 3, ..Default::default() }));
         shard.log("ofle", 0).unwrap().log.append(batch, 0).await.unwrap();
