@@ -17,6 +17,8 @@ use crate::error::ResponseError;
 use crate::metadata::CatalogError;
 use crate::shard::ControlRequest;
 
+/// Kafka's `ConfigResource.Type` codes that shardlog serves (kafka-protocol keeps them as
+/// plain `i8`s); DescribeConfigs uses them too.
 pub const RESOURCE_TOPIC: i8 = 2;
 pub const RESOURCE_BROKER: i8 = 4;
 

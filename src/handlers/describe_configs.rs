@@ -8,6 +8,7 @@ use kafka_protocol::messages::describe_configs_response::{
 };
 use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 
+use super::alter_config_route::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use super::{Ctx, Outcome, Versions};
 use crate::error::ResponseError;
 use crate::protocol::strings::sb;
@@ -15,8 +16,6 @@ use crate::topic_config;
 
 pub const VERSIONS: Versions = Versions { min: 1, max: 4 };
 
-const RESOURCE_TOPIC: i8 = 2;
-const RESOURCE_BROKER: i8 = 4;
 const SOURCE_TOPIC_CONFIG: i8 = 1;
 const SOURCE_STATIC_BROKER_CONFIG: i8 = 4;
 const SOURCE_DEFAULT_CONFIG: i8 = 5;
