@@ -107,6 +107,36 @@ pub struct Config {
     #[arg(long, env = "SHARDLOG_LOG_RETENTION_CHECK_INTERVAL_MS", default_value_t = 300_000)]
     pub log_retention_check_interval_ms: u64,
 
+    /// Run the log cleaner: compaction of `cleanup.policy=compact` topics and of the
+    /// group offsets log (Kafka `log.cleaner.enable`).
+    #[arg(
+        long,
+        env = "SHARDLOG_LOG_CLEANER_ENABLE",
+        default_value_t = true,
+        action = clap::ArgAction::Set
+    )]
+    pub log_cleaner_enable: bool,
+
+    /// How long each shard's cleaner sleeps between passes over its partitions, ms
+    /// (Kafka `log.cleaner.backoff.ms`).
+    #[arg(long, env = "SHARDLOG_LOG_CLEANER_BACKOFF_MS", default_value_t = 15_000)]
+    pub log_cleaner_backoff_ms: u64,
+
+    /// Bytes of keys the cleaner's offset map may hold per pass, per shard (Kafka
+    /// `log.cleaner.dedupe.buffer.size`); a dirtier log is cleaned over several passes.
+    #[arg(long, env = "SHARDLOG_LOG_CLEANER_DEDUPE_BUFFER_SIZE", default_value_t = 128 << 20)]
+    pub log_cleaner_dedupe_buffer_size: usize,
+
+    /// Bytes per second each shard's cleaner may read plus write (Kafka
+    /// `log.cleaner.io.max.bytes.per.second`; default unlimited).
+    #[arg(long, env = "SHARDLOG_LOG_CLEANER_IO_MAX_BYTES_PER_SECOND", default_value_t = f64::MAX)]
+    pub log_cleaner_io_max_bytes_per_second: f64,
+
+    /// Segment size of the group offsets log, bytes (Kafka `offsets.topic.segment.bytes`):
+    /// the cleaner compacts its sealed segments.
+    #[arg(long, env = "SHARDLOG_OFFSETS_TOPIC_SEGMENT_BYTES", default_value_t = 100 << 20)]
+    pub offsets_topic_segment_bytes: u64,
+
     /// Segment size in bytes before a new segment is rolled (Kafka `log.segment.bytes`).
     #[arg(long, env = "SHARDLOG_SEGMENT_BYTES", default_value_t = 1 << 30)]
     pub segment_bytes: u64,
@@ -232,6 +262,11 @@ impl Config {
                 "--default-partitions must be at least 1, got {}",
                 self.default_partitions
             ));
+        }
+        if self.log_cleaner_io_max_bytes_per_second.is_nan()
+            || self.log_cleaner_io_max_bytes_per_second <= 0.0
+        {
+            return Err("--log-cleaner-io-max-bytes-per-second must be more than 0".into());
         }
         if self.cores == Some(0) {
             return Err("--cores must be at least 1".into());

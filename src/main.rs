@@ -189,6 +189,7 @@ async fn run_shard(
     let mesh_task = glommio::spawn_local(serve_mesh(shard.clone(), receivers));
     let timers = glommio::spawn_local(shard.groups.clone().run_timers(shutdown.clone()));
     glommio::spawn_local(shardlog::shard::retention::run(shard.clone(), shutdown.clone())).detach();
+    shardlog::shard::cleaner::spawn(shard.clone(), shutdown.clone());
     tracing::info!(shard = id, listen = %config.listen, "shard ready");
 
     shardlog::net::listener::run(shard.clone(), listener, shutdown.clone()).await;

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::config::Config;
+use crate::log::cleaner::CompactionPolicy;
 use crate::log::retention::RetentionPolicy;
 
 /// Kafka's topic configs (`org.apache.kafka.common.config.TopicConfig`) with their
@@ -202,7 +203,7 @@ pub fn validate(name: &str, value: Option<&str>) -> Result<(), String> {
 
 /// The configs a partition's log obeys, resolved from the topic's overrides and
 /// the broker defaults.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct EffectiveTopicConfig {
     /// Largest record batch accepted, bytes (MESSAGE_TOO_LARGE above it).
     pub max_message_bytes: i32,
@@ -216,6 +217,9 @@ pub struct EffectiveTopicConfig {
     pub segment_ms: i64,
     /// `retention.ms`, `retention.bytes` and whether `cleanup.policy` includes `delete`.
     pub retention: RetentionPolicy,
+    /// When `cleanup.policy` includes `compact`: `min.cleanable.dirty.ratio`,
+    /// `min.compaction.lag.ms`, `max.compaction.lag.ms`, `delete.retention.ms`.
+    pub compaction: Option<CompactionPolicy>,
 }
 
 impl EffectiveTopicConfig {
@@ -246,6 +250,25 @@ impl EffectiveTopicConfig {
                 delete: get("cleanup.policy")
                     .is_none_or(|v| v.split(',').any(|p| p.trim() == "delete")),
             },
+            compaction: get("cleanup.policy")
+                .is_some_and(|v| v.split(',').any(|p| p.trim() == "compact"))
+                .then(|| {
+                    let d = CompactionPolicy::default();
+                    CompactionPolicy {
+                        min_cleanable_dirty_ratio: get("min.cleanable.dirty.ratio")
+                            .and_then(|v| v.parse().ok())
+                            .unwrap_or(d.min_cleanable_dirty_ratio),
+                        min_compaction_lag_ms: get("min.compaction.lag.ms")
+                            .and_then(|v| v.parse().ok())
+                            .unwrap_or(d.min_compaction_lag_ms),
+                        max_compaction_lag_ms: get("max.compaction.lag.ms")
+                            .and_then(|v| v.parse().ok())
+                            .unwrap_or(d.max_compaction_lag_ms),
+                        delete_retention_ms: get("delete.retention.ms")
+                            .and_then(|v| v.parse().ok())
+                            .unwrap_or(d.delete_retention_ms),
+                    }
+                }),
         }
     }
 }

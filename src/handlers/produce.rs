@@ -177,6 +177,7 @@ async fn start(
     let limits = Limits {
         max_message_bytes: config.max_message_bytes,
         segment_bytes: config.segment_bytes,
+        compacted: config.compaction.is_some(),
     };
     let batches = match validate(&records, ctx.api_version, limits, now) {
         Ok(batches) => batches,
@@ -204,6 +205,8 @@ struct Limits {
     max_message_bytes: i32,
     /// Segment size, bytes (`segment.bytes`): RECORD_LIST_TOO_LARGE above it.
     segment_bytes: u64,
+    /// `cleanup.policy` includes `compact`: every record needs a key (INVALID_RECORD).
+    compacted: bool,
 }
 
 /// Checks a partition's `records` (Produce `version`) and returns its one batch (in a
@@ -212,8 +215,9 @@ struct Limits {
 /// (UNSUPPORTED_FOR_MESSAGE_FORMAT), a whole batch with a matching CRC (CORRUPT_MESSAGE),
 /// at most `max.message.bytes` (MESSAGE_TOO_LARGE) and at most `segment.bytes`
 /// (RECORD_LIST_TOO_LARGE), consistent offsets and count (INVALID_RECORD), not
-/// transactional (INVALID_TXN_STATE, until transactions exist), and a timestamp not too
-/// far ahead of the broker's clock (INVALID_TIMESTAMP).
+/// transactional (INVALID_TXN_STATE, until transactions exist), a timestamp not too
+/// far ahead of the broker's clock (INVALID_TIMESTAMP), and on a compacted topic a key
+/// on every record (INVALID_RECORD; records that do not decode: CORRUPT_MESSAGE).
 fn validate(
     records: &Bytes,
     version: i16,
@@ -309,6 +313,20 @@ fn validate(
     if let Some(Err(e)) = rest {
         return Err(batch_error(e));
     }
+    if limits.compacted {
+        let decoded = crate::protocol::records::decode_records(&batch)
+            .map_err(|e| (ResponseError::CorruptMessage, e.to_string()))?;
+        if let Some(r) = decoded.records.iter().find(|r| r.key.is_none()) {
+            return Err((
+                ResponseError::InvalidRecord,
+                format!(
+                    "Compacted topic cannot accept message without key (record at offset \
+                     delta {})",
+                    r.offset - decoded.header.base_offset
+                ),
+            ));
+        }
+    }
     Ok(vec![batch])
 }
 
@@ -386,7 +404,8 @@ mod tests {
     use super::*;
     use crate::protocol::batch::testing::{build_batch, BatchSpec};
 
-    const LIMITS: Limits = Limits { max_message_bytes: 1 << 20, segment_bytes: 1 << 30 };
+    const LIMITS: Limits =
+        Limits { max_message_bytes: 1 << 20, segment_bytes: 1 << 30, compacted: false };
 
     fn one(records: usize, value_len: usize) -> Vec<u8> {
         build_batch(&BatchSpec { records, value_len, ..Default::default() })
@@ -402,6 +421,48 @@ mod tests {
         let got = validate(&Bytes::from(batch.clone()), 9, LIMITS, now_ms()).unwrap();
         assert_eq!(got.len(), 1);
         assert_eq!(&got[0][..], &batch[..]);
+    }
+
+    #[test]
+    fn a_compacted_topic_refuses_records_without_a_key() {
+        use kafka_protocol::records::{
+            Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+        };
+        let compacted = Limits { compacted: true, ..LIMITS };
+        // build_batch writes null keys.
+        let (code, msg) = error(one(3, 10), compacted);
+        assert_eq!(code, ResponseError::InvalidRecord);
+        assert!(msg.contains("without key"), "{msg}");
+        assert!(validate(&Bytes::from(one(3, 10)), 9, LIMITS, now_ms()).is_ok());
+        let keyed = |key: Option<&'static [u8]>, offset| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: 0,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset,
+            // One batch: kafka-protocol splits where offset - sequence changes.
+            sequence: offset as i32 - 1,
+            timestamp: now_ms(),
+            key: key.map(Bytes::from_static),
+            value: Some(Bytes::from_static(b"v")),
+            headers: Default::default(),
+        };
+        let encode = |records: Vec<Record>| {
+            let mut buf = bytes::BytesMut::new();
+            let opts = RecordEncodeOptions { version: 2, compression: Compression::Lz4 };
+            RecordBatchEncoder::encode(&mut buf, records.iter(), &opts).unwrap();
+            buf.freeze()
+        };
+        let good = encode(vec![keyed(Some(b"a"), 0), keyed(Some(b"b"), 1)]);
+        assert_eq!(validate(&good, 9, compacted, now_ms()).unwrap().len(), 1);
+        // One keyless record among keyed ones, inside a compressed batch.
+        let bad = encode(vec![keyed(Some(b"a"), 0), keyed(None, 1)]);
+        let (code, msg) = validate(&bad, 9, compacted, now_ms()).unwrap_err();
+        assert_eq!(code, ResponseError::InvalidRecord);
+        assert!(msg.contains("offset delta 1"), "{msg}");
     }
 
     #[test]
@@ -433,7 +494,7 @@ mod tests {
         // Exactly the segment size fits; max.message.bytes is checked first.
         let exact = Limits { segment_bytes: batch.len() as u64, ..LIMITS };
         assert!(validate(&Bytes::from(batch.clone()), 9, exact, now_ms()).is_ok());
-        let both = Limits { max_message_bytes: 100, segment_bytes: 100 };
+        let both = Limits { max_message_bytes: 100, segment_bytes: 100, ..LIMITS };
         assert_eq!(error(batch, both).0.code(), 10);
     }
 }

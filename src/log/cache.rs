@@ -169,6 +169,23 @@ impl ShardCache {
         }
     }
 
+    /// Drops partition `id`'s batches that overlap offsets `[from, to)` (the log
+    /// cleaner rewrote that range).
+    pub fn evict_range(&mut self, id: PartitionId, from: i64, to: i64) {
+        let Some(p) = self.parts.get_mut(&id) else { return };
+        let doomed: Vec<i64> =
+            p.batches.range(..to).filter(|(_, b)| b.last_offset >= from).map(|(k, _)| *k).collect();
+        for k in doomed {
+            if let Some(b) = p.batches.remove(&k) {
+                p.bytes -= b.data.len();
+                self.used -= b.data.len();
+            }
+        }
+        if p.bytes == 0 {
+            self.lru.remove(&(p.last_used, id));
+        }
+    }
+
     /// Drops everything one partition caches (it stays registered).
     pub fn clear(&mut self, id: PartitionId) {
         if let Some(p) = self.parts.get_mut(&id) {

@@ -21,6 +21,7 @@
 
 pub mod arena;
 pub mod cache;
+pub mod cleaner;
 pub mod index;
 pub mod producer_state;
 pub mod recovery;
@@ -30,6 +31,8 @@ pub mod start_offset;
 pub mod watch;
 pub mod zero_fill;
 
+#[cfg(test)]
+mod cleaner_tests;
 #[cfg(test)]
 mod retention_tests;
 #[cfg(test)]

@@ -44,6 +44,20 @@ pub fn list_segments(dir: &Path) -> io::Result<Vec<i64>> {
     Ok(v)
 }
 
+/// Removes the `<base>.log.cleaned` files a crash left behind in the middle of a
+/// compaction pass (the segment it was replacing is still in place, see
+/// [`super::cleaner`]).
+fn remove_unfinished_cleaning(dir: &Path) -> io::Result<()> {
+    for e in std::fs::read_dir(dir)? {
+        let path = e?.path();
+        if path.to_str().is_some_and(|p| p.ends_with(".log.cleaned")) {
+            tracing::info!(file = %path.display(), "removing the output of an unfinished compaction pass");
+            std::fs::remove_file(&path)?;
+        }
+    }
+    Ok(())
+}
+
 /// Scans `seg` from 0, rebuilding its indexes, truncating anything after the last valid
 /// batch (logged). Returns the number of bytes cut.
 async fn scan_and_repair(seg: &Segment, interval: u64) -> io::Result<u64> {
@@ -88,6 +102,7 @@ async fn scan_and_repair(seg: &Segment, interval: u64) -> io::Result<u64> {
 pub async fn recover(dir: &Path, interval: u64) -> io::Result<Recovered> {
     std::fs::create_dir_all(dir)?;
     super::segment::probe_dma_device(dir).await?;
+    remove_unfinished_cleaning(dir)?;
     let bases = list_segments(dir)?;
     let mut segments: Vec<Rc<Segment>> = Vec::with_capacity(bases.len().max(1));
     if bases.is_empty() {

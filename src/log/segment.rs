@@ -166,6 +166,12 @@ impl Segment {
         Ok(Segment::new(dir, base_offset, f, 0))
     }
 
+    /// A segment of `size` bytes in the already open `file` (the log cleaner's output,
+    /// opened before it is renamed into place); indexes empty, `next_offset` the base.
+    pub fn from_file(dir: &Path, base_offset: i64, file: DmaFile, size: u64) -> Segment {
+        Segment::new(dir, base_offset, file, size)
+    }
+
     /// Opens an existing segment file; `size` starts as the file size (recovery fixes it).
     pub async fn open(dir: &Path, base_offset: i64) -> io::Result<Segment> {
         let f = Self::open_file(&segment_path(dir, base_offset, "log"), false).await?;
@@ -366,26 +372,43 @@ impl Segment {
         let mut pos = from;
         let mut want = SCAN_CHUNK;
         loop {
-            let len = (want as u64).min(file_end.saturating_sub(pos)) as usize;
-            let read = if len == 0 {
-                None
-            } else {
-                Some(self.file.read_at(pos, len).await.map_err(io::Error::from)?)
-            };
-            let buf = read.as_ref().map_or(&[][..], |r| &r[..]);
-            if buf.len() < len {
-                file_end = pos + buf.len() as u64;
+            let chunk = self.scan_chunk(pos, want, &mut file_end).await?;
+            for (at, h) in &chunk.batches {
+                f(pos + *at as u64, h);
             }
-            let mut scan = BatchScan::new(buf, file_end.saturating_sub(pos + buf.len() as u64));
-            for (at, h) in &mut scan {
-                f(pos + at as u64, &h);
-            }
-            pos += scan.position() as u64;
-            match scan.stop().unwrap_or(ScanStop::End) {
+            pos += chunk.consumed as u64;
+            match chunk.stop {
                 ScanStop::NeedMore { need } => want = need.max(SCAN_CHUNK),
                 stop => return Ok((pos, stop)),
             }
         }
+    }
+
+    /// One step of [`Segment::scan`]: one DMA read of up to `want` bytes from `pos`
+    /// (clamped to `file_end`, which a short read lowers) and the valid whole batches in
+    /// it, CRCs checked. [`ScanStop::NeedMore`] asks for a longer read from
+    /// `pos + consumed`; any other stop is final.
+    pub async fn scan_chunk(
+        &self,
+        pos: u64,
+        want: usize,
+        file_end: &mut u64,
+    ) -> io::Result<ScanChunk> {
+        let len = (want as u64).min(file_end.saturating_sub(pos)) as usize;
+        let data = if len == 0 {
+            ReadResult::default()
+        } else {
+            self.file.read_at(pos, len).await.map_err(io::Error::from)?
+        };
+        if data.len() < len {
+            *file_end = pos + data.len() as u64;
+        }
+        let (batches, consumed, stop) = {
+            let mut scan = BatchScan::new(&data, file_end.saturating_sub(pos + data.len() as u64));
+            let batches: Vec<(usize, RecordBatchHeader)> = (&mut scan).collect();
+            (batches, scan.position(), scan.stop().unwrap_or(ScanStop::End))
+        };
+        Ok(ScanChunk { data, batches, consumed, stop })
     }
 
     /// Walks batch headers from `pos` (an index position) without CRC checks, returning
@@ -512,6 +535,18 @@ impl Segment {
         self.readahead.borrow().as_ref().is_some_and(|r| covers(r.pos, r.data.len() as u64))
             || self.prefetch.borrow().as_ref().is_some_and(|p| covers(p.pos, p.len))
     }
+}
+
+/// What one [`Segment::scan_chunk`] read found.
+pub struct ScanChunk {
+    /// The bytes read (a DMA buffer).
+    pub data: ReadResult,
+    /// `(position in data, header)` of each valid whole batch, in order.
+    pub batches: Vec<(usize, RecordBatchHeader)>,
+    /// Bytes of `data` up to the end of the last valid batch.
+    pub consumed: usize,
+    /// Why the scan of this read stopped.
+    pub stop: ScanStop,
 }
 
 /// `len` bytes of `r` from `at` (in bounds: callers slice within what they checked).

@@ -4,5 +4,6 @@
 
 pub mod batch;
 pub mod frame;
+pub mod records;
 pub mod strings;
 pub mod topic_name;

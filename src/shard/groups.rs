@@ -212,6 +212,13 @@ impl GroupHost {
     }
 
     /// The log of offsets partition `p` if this shard has created it.
+    /// The offsets partitions open on this shard, with their logs, in partition order.
+    pub fn open_logs(&self) -> Vec<(usize, Rc<PartitionLog>)> {
+        let mut v: Vec<_> = self.logs.borrow().iter().map(|(p, l)| (*p, l.clone())).collect();
+        v.sort_by_key(|(p, _)| *p);
+        v
+    }
+
     pub fn existing_log(&self, p: usize) -> Option<Rc<PartitionLog>> {
         self.logs.borrow().get(&p).cloned()
     }
@@ -328,7 +335,7 @@ fn offsets_dir(meta_dir: &Path, p: usize) -> PathBuf {
 
 fn log_config(config: &Config) -> LogConfig {
     LogConfig {
-        segment_bytes: 100 << 20,
+        segment_bytes: config.offsets_topic_segment_bytes,
         index_interval_bytes: config.index_interval_bytes,
         // Committed offsets are acknowledged only once durable, whatever the data
         // topics' policy: a kill -9 must not lose an acknowledged commit.

@@ -8,7 +8,10 @@
 //!   shard ([`CONTROL_SHARD`]) only.
 //! - [`groups`]: the group coordinator runtime of each shard and its internal logs.
 //! - [`retention`]: the periodic retention pass over the shard's partitions.
+//! - [`cleaner`]: the log cleaner (compaction) of the shard's compacted partitions and
+//!   offsets logs, in a low-priority task queue.
 
+pub mod cleaner;
 pub mod control;
 pub mod groups;
 pub mod messages;

@@ -1,0 +1,531 @@
+//! Log compaction (`cleanup.policy=compact`), as Kafka's log cleaner does it: for every
+//! key only the record with the latest offset survives, tombstones (null values) are
+//! removed once their segment has been clean for `delete.retention.ms`, and offsets never
+//! change (the removed records leave gaps).
+//!
+//! One pass ([`PartitionLog::compact`]), on the partition's owning shard:
+//! 1. The **cleanable range** is the sealed segments (never the active one) up to the
+//!    first one younger than `min.compaction.lag.ms` (by its largest record timestamp).
+//!    The **dirty** part is what lies past the cleaner checkpoint (`cleaner-offset-
+//!    checkpoint` in the partition directory, the end of the last pass's range). The
+//!    pass runs when dirty bytes / cleanable bytes reach `min.cleanable.dirty.ratio`, or
+//!    when the oldest dirty segment is older than `max.compaction.lag.ms`.
+//! 2. The **offset map**: key -> latest offset over the dirty segments, oldest first,
+//!    segment by segment while the keys held stay within the dedupe budget
+//!    (`--log-cleaner-dedupe-buffer-size`); the pass cleans up to the end of the last
+//!    segment mapped.
+//! 3. Every segment from the start of the log to there is **rewritten** without the
+//!    records the map supersedes (a record whose key maps to a larger offset), keyless
+//!    records, and the tombstones of a segment already clean before this pass whose file
+//!    is older than `delete.retention.ms`. A batch keeps its base offset and last offset
+//!    (see [`crate::protocol::records`]); a batch left with no records goes, unless it is
+//!    the last batch of an idempotent producer, which stays as an empty batch so the
+//!    producer's sequence state survives. A segment in which nothing changes is not
+//!    rewritten; a segment left empty is deleted (its offsets become a gap), unless it is
+//!    the first, which stays to hold the log start offset.
+//! 4. **Crash safety**: the new segment is written to `<base>.log.cleaned` and
+//!    fdatasync'ed; then, with no await in between (so no read or append on the shard
+//!    sees a half state), the old segment's index files are removed, the `.cleaned` file
+//!    is renamed over `<base>.log` (atomic), the directory is fsync'ed, the new segment
+//!    replaces the old one in memory and its indexes are written. A crash leaves either
+//!    the old or the new log file; missing indexes are rebuilt by recovery's scan, and a
+//!    leftover `.cleaned` file is deleted at start-up ([`super::recovery`]).
+//!
+//! Readers in flight keep the old segment's open file (and its read-ahead) until they
+//! finish. Control batches are kept as they are. Kafka merges small cleaned segments
+//! into one; here each segment is rewritten on its own.
+
+use std::collections::HashMap;
+use std::io;
+use std::path::Path;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_lite::AsyncWriteExt;
+use glommio::io::{DmaStreamWriterBuilder, OpenOptions};
+
+use super::segment::{segment_path, write_atomic, Segment};
+use super::PartitionLog;
+use crate::protocol::batch::{RecordBatchHeader, ScanStop};
+use crate::protocol::records::{self, BatchRecords};
+
+/// The file holding the cleaner checkpoint: the offset (decimal) up to which the log was
+/// cleaned, exclusive.
+pub const CHECKPOINT_FILE: &str = "cleaner-offset-checkpoint";
+
+/// Bytes read per step while cleaning.
+const CHUNK: usize = 1 << 20;
+
+/// Bytes an offset map entry costs beyond its key (hash table slot, `Bytes` header,
+/// offset).
+const MAP_ENTRY_OVERHEAD: usize = 64;
+
+/// The topic configs compaction follows (Kafka names in parentheses; defaults as Kafka's).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CompactionPolicy {
+    /// Smallest dirty / cleanable bytes ratio that starts a pass
+    /// (`min.cleanable.dirty.ratio`, 0.5).
+    pub min_cleanable_dirty_ratio: f64,
+    /// A segment whose largest timestamp is less than this many ms old is not cleaned
+    /// yet (`min.compaction.lag.ms`, 0).
+    pub min_compaction_lag_ms: i64,
+    /// A dirty segment older than this many ms is cleaned whatever the ratio
+    /// (`max.compaction.lag.ms`, `i64::MAX`).
+    pub max_compaction_lag_ms: i64,
+    /// Tombstones are kept this many ms after their segment was cleaned
+    /// (`delete.retention.ms`, 86,400,000).
+    pub delete_retention_ms: i64,
+}
+
+impl Default for CompactionPolicy {
+    fn default() -> Self {
+        CompactionPolicy {
+            min_cleanable_dirty_ratio: 0.5,
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
+            delete_retention_ms: 86_400_000,
+        }
+    }
+}
+
+/// The broker's cleaner settings (flags).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CleanerLimits {
+    /// Bytes of keys (plus [`MAP_ENTRY_OVERHEAD`] each) the offset map may hold
+    /// (`log.cleaner.dedupe.buffer.size`); at least one segment is mapped per pass.
+    pub map_bytes: usize,
+    /// Bytes read plus written per second, at most (`log.cleaner.io.max.bytes.per.second`).
+    pub io_bytes_per_sec: f64,
+}
+
+impl Default for CleanerLimits {
+    fn default() -> Self {
+        CleanerLimits { map_bytes: 128 << 20, io_bytes_per_sec: f64::MAX }
+    }
+}
+
+/// What one pass did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Cleaned {
+    /// The cleaned range ended here (exclusive): the new checkpoint.
+    pub cleaned_up_to: i64,
+    /// Keys in the offset map.
+    pub keys: usize,
+    /// Segments rewritten.
+    pub segments_rewritten: usize,
+    /// Records removed.
+    pub records_removed: u64,
+    /// Bytes of the rewritten segments before and after.
+    pub bytes_before: u64,
+    /// See `bytes_before`.
+    pub bytes_after: u64,
+}
+
+/// Reads the checkpoint (None: no file, or unreadable).
+pub fn load_checkpoint(dir: &Path) -> Option<i64> {
+    std::fs::read_to_string(dir.join(CHECKPOINT_FILE)).ok()?.trim().parse().ok()
+}
+
+/// Paces the cleaner's I/O to `bytes_per_sec`.
+struct Throttle {
+    bytes_per_sec: f64,
+    start: Instant,
+    bytes: u64,
+}
+
+impl Throttle {
+    async fn account(&mut self, bytes: usize) {
+        self.bytes += bytes as u64;
+        if self.bytes_per_sec <= 0.0 || self.bytes_per_sec >= f64::MAX / 2.0 {
+            return;
+        }
+        let due = Duration::from_secs_f64(self.bytes as f64 / self.bytes_per_sec);
+        let elapsed = self.start.elapsed();
+        if due > elapsed {
+            glommio::timer::sleep(due - elapsed).await;
+        }
+    }
+}
+
+/// Key -> latest offset over the dirty range.
+#[derive(Default)]
+struct OffsetMap {
+    latest: HashMap<Bytes, i64>,
+    bytes: usize,
+}
+
+impl OffsetMap {
+    fn put(&mut self, key: &[u8], offset: i64) {
+        if let Some(o) = self.latest.get_mut(key) {
+            *o = (*o).max(offset);
+        } else {
+            self.bytes += key.len() + MAP_ENTRY_OVERHEAD;
+            self.latest.insert(Bytes::copy_from_slice(key), offset);
+        }
+    }
+
+    /// True when `offset` holds the latest value of `key` the map knows of (or the map
+    /// has not seen the key).
+    fn is_latest(&self, key: &[u8], offset: i64) -> bool {
+        self.latest.get(key).is_none_or(|&o| offset >= o)
+    }
+}
+
+fn invalid(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, msg)
+}
+
+/// Calls `f(header, batch bytes)` for every batch of `seg`, reading `CHUNK` bytes at a
+/// time, pacing the reads. Errors: I/O, or a damaged batch (a sealed segment must scan
+/// to its end; the cleaner then leaves the partition alone).
+async fn for_each_batch(
+    seg: &Segment,
+    throttle: &mut Throttle,
+    mut f: impl FnMut(&RecordBatchHeader, &[u8]) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut pos = 0u64;
+    let mut end = seg.size.get();
+    let mut want = CHUNK;
+    loop {
+        let chunk = seg.scan_chunk(pos, want, &mut end).await?;
+        for (at, h) in &chunk.batches {
+            f(h, &chunk.data[*at..*at + h.total_size()])?;
+        }
+        throttle.account(chunk.data.len()).await;
+        glommio::yield_if_needed().await;
+        pos += chunk.consumed as u64;
+        match chunk.stop {
+            ScanStop::NeedMore { need } => want = need.max(CHUNK),
+            ScanStop::End => return Ok(()),
+            stop => {
+                return Err(invalid(format!(
+                    "segment {} of {} is damaged at byte {pos}: {stop}",
+                    seg.base_offset,
+                    seg.dir.display()
+                )))
+            }
+        }
+    }
+}
+
+fn decode(h: &RecordBatchHeader, bytes: &[u8]) -> io::Result<BatchRecords> {
+    records::decode_records(bytes)
+        .map_err(|e| invalid(format!("batch at offset {}: {e}", h.base_offset)))
+}
+
+/// Seconds since the epoch, ms, of the file's last modification (0 if unknown).
+fn modified_ms(path: &Path) -> i64 {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl PartitionLog {
+    /// One compaction pass (see the module documentation), if the log is dirty enough
+    /// (or `force`). `now_ms` is the broker's clock. Returns what it did, or None when
+    /// there was nothing to do. Errors: I/O, or a damaged sealed segment (the log is left
+    /// as it was; nothing is lost).
+    pub async fn compact(
+        &self,
+        policy: &CompactionPolicy,
+        limits: &CleanerLimits,
+        now_ms: i64,
+        force: bool,
+    ) -> io::Result<Option<Cleaned>> {
+        if self.closed.get() || self.failed.borrow().is_some() {
+            return Ok(None);
+        }
+        let segs: Vec<Rc<Segment>> = self.segments.borrow().clone();
+        let sealed = &segs[..segs.len() - 1];
+        let lag_ok = |s: &Segment| {
+            s.max_ts
+                .get()
+                .is_none_or(|(t, _)| now_ms.saturating_sub(t) >= policy.min_compaction_lag_ms)
+        };
+        let cleanable = &sealed[..sealed.iter().position(|s| !lag_ok(s)).unwrap_or(sealed.len())];
+        let checkpoint = load_checkpoint(&self.dir).unwrap_or(0);
+        let first_dirty = cleanable.iter().position(|s| s.next_offset.get() > checkpoint);
+        let Some(first_dirty) = first_dirty else { return Ok(None) };
+        let total: u64 = cleanable.iter().map(|s| s.size.get()).sum();
+        let dirty: u64 = cleanable[first_dirty..].iter().map(|s| s.size.get()).sum();
+        let overdue = cleanable[first_dirty]
+            .max_ts
+            .get()
+            .is_some_and(|(t, _)| now_ms.saturating_sub(t) > policy.max_compaction_lag_ms);
+        let ratio = if total == 0 { 0.0 } else { dirty as f64 / total as f64 };
+        if !force && !overdue && ratio < policy.min_cleanable_dirty_ratio {
+            return Ok(None);
+        }
+
+        let mut throttle =
+            Throttle { bytes_per_sec: limits.io_bytes_per_sec, start: Instant::now(), bytes: 0 };
+        let mut map = OffsetMap::default();
+        let mut mapped_end = first_dirty;
+        for seg in &cleanable[first_dirty..] {
+            if mapped_end > first_dirty && map.bytes >= limits.map_bytes {
+                break;
+            }
+            for_each_batch(seg, &mut throttle, |h, bytes| {
+                if h.is_control() {
+                    return Ok(());
+                }
+                let b = decode(h, bytes)?;
+                for r in &b.records {
+                    if let Some(k) = b.key(r) {
+                        map.put(k, r.offset);
+                    }
+                }
+                Ok(())
+            })
+            .await?;
+            mapped_end += 1;
+        }
+        let cleaned_up_to = cleanable[mapped_end - 1].next_offset.get();
+        let mut done = Cleaned { cleaned_up_to, keys: map.latest.len(), ..Cleaned::default() };
+        for (i, seg) in cleanable[..mapped_end].iter().enumerate() {
+            let path = segment_path(&self.dir, seg.base_offset, "log");
+            let drop_tombstones = i < first_dirty
+                && now_ms.saturating_sub(modified_ms(&path)) > policy.delete_retention_ms;
+            if let Some((removed, after)) =
+                self.clean_segment(seg, &map, drop_tombstones, &mut throttle).await?
+            {
+                done.segments_rewritten += 1;
+                done.records_removed += removed;
+                done.bytes_before += seg.size.get();
+                done.bytes_after += after;
+            }
+        }
+        if self.closed.get() {
+            return Ok(Some(done));
+        }
+        write_atomic(&self.dir.join(CHECKPOINT_FILE), cleaned_up_to.to_string().as_bytes())?;
+        Ok(Some(done))
+    }
+
+    /// Rewrites `seg` without what `map` supersedes; see the module documentation.
+    /// Returns `(records removed, new size)`, or None when nothing changed (or the
+    /// segment left the log meanwhile).
+    async fn clean_segment(
+        &self,
+        seg: &Rc<Segment>,
+        map: &OffsetMap,
+        drop_tombstones: bool,
+        throttle: &mut Throttle,
+    ) -> io::Result<Option<(u64, u64)>> {
+        let tmp = segment_path(&self.dir, seg.base_offset, "log.cleaned");
+        let result = self.write_cleaned(seg, &tmp, map, drop_tombstones, throttle).await;
+        let (removed, size, headers) = match result {
+            Ok(Some(r)) => r,
+            Ok(None) => {
+                let _ = std::fs::remove_file(&tmp);
+                return Ok(None);
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e);
+            }
+        };
+        let file = OpenOptions::new().read(true).write(true).dma_open(&tmp).await;
+        let file = match file {
+            Ok(f) => f,
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e.into());
+            }
+        };
+        let new = Segment::from_file(&self.dir, seg.base_offset, file, size);
+        let interval = self.live.get().index_interval_bytes;
+        for (pos, h) in &headers {
+            new.note_batch(*pos, h, interval);
+        }
+        new.next_offset.set(seg.next_offset.get());
+        new.finish_time_index();
+        // From here to the swap in memory: no await.
+        let at = self.segments.borrow().iter().position(|s| Rc::ptr_eq(s, seg));
+        let Some(at) = at.filter(|_| !self.closed.get()) else {
+            let _ = std::fs::remove_file(&tmp);
+            return Ok(None);
+        };
+        self.cache.borrow_mut().evict_range(self.cache_id, seg.base_offset, seg.next_offset.get());
+        for ext in ["index", "timeindex"] {
+            match std::fs::remove_file(segment_path(&self.dir, seg.base_offset, ext)) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+        if size == 0 && at > 0 {
+            // Nothing left: the segment goes (its offsets become a gap at the end of the
+            // one before). The first segment stays, empty, to keep the log start offset.
+            drop(new);
+            std::fs::remove_file(&tmp)?;
+            std::fs::remove_file(segment_path(&self.dir, seg.base_offset, "log"))?;
+            let mut segs = self.segments.borrow_mut();
+            segs.remove(at);
+            segs[at - 1].next_offset.set(seg.next_offset.get());
+            return Ok(Some((removed, 0)));
+        }
+        std::fs::rename(&tmp, segment_path(&self.dir, seg.base_offset, "log"))?;
+        std::fs::File::open(&self.dir)?.sync_all()?;
+        let new = Rc::new(new);
+        self.segments.borrow_mut()[at] = new.clone();
+        let max_ts = self.segments.borrow().iter().filter_map(|s| s.max_ts.get()).reduce(|a, b| {
+            if b.0 > a.0 {
+                b
+            } else {
+                a
+            }
+        });
+        self.max_ts.set(max_ts);
+        new.save_indexes()?;
+        Ok(Some((removed, size)))
+    }
+
+    /// Writes the cleaned copy of `seg` to `tmp` (fdatasync'ed). Returns `(records
+    /// removed, size, (position, header) of every batch written)`, or None when every
+    /// batch stays as it is.
+    #[allow(clippy::type_complexity)]
+    async fn write_cleaned(
+        &self,
+        seg: &Segment,
+        tmp: &Path,
+        map: &OffsetMap,
+        drop_tombstones: bool,
+        throttle: &mut Throttle,
+    ) -> io::Result<Option<(u64, u64, Vec<(u64, RecordBatchHeader)>)>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .dma_open(tmp)
+            .await
+            .map_err(io::Error::from)?;
+        let mut writer =
+            DmaStreamWriterBuilder::new(file).with_buffer_size(CHUNK).with_write_behind(2).build();
+        let mut out: Vec<u8> = Vec::with_capacity(CHUNK);
+        let mut written = 0u64;
+        let mut headers = Vec::new();
+        let mut removed = 0u64;
+        let mut changed = false;
+        let mut pending_error = None;
+        let mut pos = 0u64;
+        let mut end = seg.size.get();
+        let mut want = CHUNK;
+        loop {
+            let chunk = seg.scan_chunk(pos, want, &mut end).await?;
+            for (at, h) in &chunk.batches {
+                let bytes = &chunk.data[*at..*at + h.total_size()];
+                match self.clean_batch(h, bytes, map, drop_tombstones) {
+                    Ok(Kept::Whole) => {
+                        headers.push((written + out.len() as u64, *h));
+                        out.extend_from_slice(bytes);
+                    }
+                    Ok(Kept::Rebuilt(b, n)) => {
+                        let nh =
+                            RecordBatchHeader::parse(&b).map_err(|e| invalid(e.to_string()))?;
+                        headers.push((written + out.len() as u64, nh));
+                        out.extend_from_slice(&b);
+                        removed += n;
+                        changed = true;
+                    }
+                    Ok(Kept::Nothing(n)) => {
+                        removed += n;
+                        changed = true;
+                    }
+                    Err(e) => {
+                        pending_error = Some(e);
+                        break;
+                    }
+                }
+            }
+            if pending_error.is_some() {
+                break;
+            }
+            if !out.is_empty() {
+                writer.write_all(&out).await?;
+                written += out.len() as u64;
+                throttle.account(out.len()).await;
+                out.clear();
+            }
+            throttle.account(chunk.data.len()).await;
+            glommio::yield_if_needed().await;
+            pos += chunk.consumed as u64;
+            match chunk.stop {
+                ScanStop::NeedMore { need } => want = need.max(CHUNK),
+                ScanStop::End => break,
+                stop => {
+                    pending_error = Some(invalid(format!(
+                        "segment {} of {} is damaged at byte {pos}: {stop}",
+                        seg.base_offset,
+                        seg.dir.display()
+                    )));
+                    break;
+                }
+            }
+        }
+        let closed = writer.close().await;
+        if let Some(e) = pending_error {
+            return Err(e);
+        }
+        closed?;
+        Ok(changed.then_some((removed, written, headers)))
+    }
+
+    /// What the cleaner keeps of one batch.
+    fn clean_batch(
+        &self,
+        h: &RecordBatchHeader,
+        bytes: &[u8],
+        map: &OffsetMap,
+        drop_tombstones: bool,
+    ) -> io::Result<Kept> {
+        if h.is_control() {
+            return Ok(Kept::Whole);
+        }
+        let b = decode(h, bytes)?;
+        let keep: Vec<usize> = b
+            .records
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| {
+                b.key(r).is_some_and(|k| map.is_latest(k, r.offset))
+                    && (r.has_value || !drop_tombstones)
+            })
+            .map(|(i, _)| i)
+            .collect();
+        let removed = (b.records.len() - keep.len()) as u64;
+        if removed == 0 {
+            return Ok(Kept::Whole);
+        }
+        if !keep.is_empty() {
+            let rebuilt = records::rebuild(&b, &keep)
+                .map_err(|e| invalid(format!("batch at offset {}: {e}", h.base_offset)))?;
+            return Ok(Kept::Rebuilt(rebuilt, removed));
+        }
+        let producers_last = h.producer_id >= 0 && {
+            let st = self.state.borrow();
+            st.producers
+                .get(h.producer_id)
+                .and_then(|e| e.batches.back())
+                .is_some_and(|m| m.last_offset == h.last_offset())
+        };
+        if producers_last {
+            return Ok(Kept::Rebuilt(records::empty_batch(h), removed));
+        }
+        Ok(Kept::Nothing(removed))
+    }
+}
+
+/// The cleaner's verdict on one batch.
+enum Kept {
+    /// Every record stays: the batch is copied as it is.
+    Whole,
+    /// Some records (or, for a producer's last batch, none) stay: the rebuilt batch, and
+    /// how many records went.
+    Rebuilt(Vec<u8>, u64),
+    /// The batch goes (this many records).
+    Nothing(u64),
+}

@@ -1,0 +1,382 @@
+//! The records inside one v2 record batch, as the log cleaner (compaction) needs them:
+//! each record's offset, timestamp, key and whether it is a tombstone, and a batch
+//! rebuilt from a subset of its records. Pure (no I/O); compressed batches are
+//! decompressed and recompressed with kafka-protocol's codecs (gzip, snappy in the
+//! xerial framing Java uses, lz4 frames, zstd).
+//!
+//! Record layout (protocol guide, "Record"): `length: varint, attributes: int8,
+//! timestampDelta: varlong, offsetDelta: varint, keyLength: varint, key, valueLength:
+//! varint, value, headers: [varint key length, key, varint value length, value]`. The
+//! deltas are relative to the batch's base offset and base timestamp.
+//!
+//! A rebuilt batch keeps the original base offset, last offset delta (so the producer's
+//! last sequence survives, as Kafka's `MemoryRecords.filterTo` does with
+//! `overrideLastOffset`), base timestamp, producer id/epoch, base sequence,
+//! partition leader epoch and attributes; the kept records' bytes are copied verbatim
+//! (their deltas stay valid); the record count, max timestamp (CreateTime), length and
+//! CRC are recomputed.
+
+use std::fmt;
+use std::ops::Range;
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::compression::{Compressor, Decompressor, Gzip, Lz4, Snappy, Zstd};
+
+use super::batch::{
+    compute_crc, BatchError, RecordBatchHeader, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD,
+};
+
+/// Why a batch's records could not be read or rebuilt.
+#[derive(Debug)]
+pub enum RecordsError {
+    /// The batch header is invalid.
+    Batch(BatchError),
+    /// An unknown codec id in attribute bits 0-2.
+    UnknownCodec(u8),
+    /// Decompressing or compressing the records failed (codec message).
+    Codec(String),
+    /// A record is malformed (what is wrong).
+    Malformed(&'static str),
+}
+
+impl fmt::Display for RecordsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecordsError::Batch(e) => write!(f, "{e}"),
+            RecordsError::UnknownCodec(c) => write!(f, "unknown compression codec {c}"),
+            RecordsError::Codec(m) => write!(f, "codec: {m}"),
+            RecordsError::Malformed(m) => write!(f, "malformed record: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for RecordsError {}
+
+/// One record of a decoded batch; ranges index [`BatchRecords::data`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordView {
+    /// Absolute offset (base offset + offset delta).
+    pub offset: i64,
+    /// Absolute timestamp, ms (base timestamp + delta; the batch max timestamp under
+    /// LogAppendTime).
+    pub timestamp: i64,
+    /// The key's bytes; `None` for a null key.
+    pub key: Option<Range<usize>>,
+    /// False for a tombstone (null value).
+    pub has_value: bool,
+    /// The whole record, its length varint included.
+    pub span: Range<usize>,
+}
+
+/// The records of one batch, decompressed.
+#[derive(Debug, Clone)]
+pub struct BatchRecords {
+    /// The batch header as stored.
+    pub header: RecordBatchHeader,
+    /// The uncompressed records section.
+    pub data: Bytes,
+    /// Every record, in order.
+    pub records: Vec<RecordView>,
+}
+
+impl BatchRecords {
+    /// The key bytes of `r` (`None`: null key).
+    pub fn key(&self, r: &RecordView) -> Option<&[u8]> {
+        r.key.as_ref().map(|k| &self.data[k.clone()])
+    }
+}
+
+/// Reads a zigzag varint of at most `max_bytes` bytes at `*pos`.
+fn varint(buf: &[u8], pos: &mut usize, max_bytes: usize) -> Result<i64, RecordsError> {
+    let mut z: u64 = 0;
+    for i in 0..max_bytes {
+        let b = *buf.get(*pos).ok_or(RecordsError::Malformed("truncated varint"))?;
+        *pos += 1;
+        z |= ((b & 0x7f) as u64) << (7 * i);
+        if b & 0x80 == 0 {
+            return Ok(((z >> 1) as i64) ^ -((z & 1) as i64));
+        }
+    }
+    Err(RecordsError::Malformed("varint too long"))
+}
+
+/// Skips a varint-length-prefixed byte string; returns its range (`None` for length -1).
+fn bytes_field(buf: &[u8], pos: &mut usize) -> Result<Option<Range<usize>>, RecordsError> {
+    let len = varint(buf, pos, 5)?;
+    if len < 0 {
+        return Ok(None);
+    }
+    let start = *pos;
+    let end = start.checked_add(len as usize).filter(|&e| e <= buf.len());
+    let end = end.ok_or(RecordsError::Malformed("field past the end of the records"))?;
+    *pos = end;
+    Ok(Some(start..end))
+}
+
+fn codec_error(e: anyhow::Error) -> RecordsError {
+    RecordsError::Codec(e.to_string())
+}
+
+/// The uncompressed records section of `batch` (a whole batch).
+fn records_section(h: &RecordBatchHeader, batch: &[u8]) -> Result<Bytes, RecordsError> {
+    let raw = &batch[RECORD_BATCH_OVERHEAD..h.total_size()];
+    let mut src = Bytes::copy_from_slice(raw);
+    let take = |b: &mut Bytes| Ok(b.clone());
+    match h.compression() {
+        0 => Ok(src),
+        1 => Gzip::decompress(&mut src, take).map_err(codec_error),
+        2 => Snappy::decompress(&mut src, take).map_err(codec_error),
+        3 => Lz4::decompress(&mut src, take).map_err(codec_error),
+        4 => Zstd::decompress(&mut src, take).map_err(codec_error),
+        c => Err(RecordsError::UnknownCodec(c)),
+    }
+}
+
+/// Decodes every record of `batch` (one whole v2 batch; trailing bytes are ignored).
+/// Errors: an invalid header, an unknown codec, a section that does not decompress, a
+/// record count or record lengths that disagree with the bytes.
+pub fn decode_records(batch: &[u8]) -> Result<BatchRecords, RecordsError> {
+    let header = RecordBatchHeader::parse(batch).map_err(RecordsError::Batch)?;
+    let data = records_section(&header, batch)?;
+    let count = usize::try_from(header.records_count)
+        .map_err(|_| RecordsError::Malformed("negative record count"))?;
+    // Every record takes at least 7 bytes: do not trust the count for the allocation.
+    let mut records = Vec::with_capacity(count.min(data.len() / 7 + 1));
+    let mut pos = 0usize;
+    for _ in 0..count {
+        let start = pos;
+        let len = varint(&data, &mut pos, 5)?;
+        let body = pos;
+        let end = usize::try_from(len)
+            .ok()
+            .and_then(|l| body.checked_add(l))
+            .filter(|&e| e <= data.len())
+            .ok_or(RecordsError::Malformed("record length past the end of the records"))?;
+        let rec = &data[..end];
+        let mut p = body + 1; // attributes
+        let ts_delta = varint(rec, &mut p, 10)?;
+        let offset_delta = varint(rec, &mut p, 5)?;
+        let key = bytes_field(rec, &mut p)?;
+        let value = bytes_field(rec, &mut p)?;
+        let timestamp = if header.timestamp_type_log_append() {
+            header.max_timestamp
+        } else {
+            header.base_timestamp.wrapping_add(ts_delta)
+        };
+        records.push(RecordView {
+            offset: header.base_offset + offset_delta,
+            timestamp,
+            key,
+            has_value: value.is_some(),
+            span: start..end,
+        });
+        pos = end;
+    }
+    if pos != data.len() {
+        return Err(RecordsError::Malformed("bytes after the last record"));
+    }
+    Ok(BatchRecords { header, data, records })
+}
+
+/// Writes the 61-byte header `h` with `count` records, `max_timestamp` and `records`
+/// (already compressed as `h`'s codec says) into a new batch, with its length and CRC.
+fn assemble(h: &RecordBatchHeader, count: i32, max_timestamp: i64, records: &[u8]) -> Vec<u8> {
+    let total = RECORD_BATCH_OVERHEAD + records.len();
+    let mut b = Vec::with_capacity(total);
+    b.extend_from_slice(&h.base_offset.to_be_bytes());
+    b.extend_from_slice(&((total - LOG_OVERHEAD) as i32).to_be_bytes());
+    b.extend_from_slice(&h.partition_leader_epoch.to_be_bytes());
+    b.push(h.magic as u8);
+    b.extend_from_slice(&[0; 4]); // CRC, below
+    b.extend_from_slice(&h.attributes.to_be_bytes());
+    b.extend_from_slice(&h.last_offset_delta.to_be_bytes());
+    b.extend_from_slice(&h.base_timestamp.to_be_bytes());
+    b.extend_from_slice(&max_timestamp.to_be_bytes());
+    b.extend_from_slice(&h.producer_id.to_be_bytes());
+    b.extend_from_slice(&h.producer_epoch.to_be_bytes());
+    b.extend_from_slice(&h.base_sequence.to_be_bytes());
+    b.extend_from_slice(&count.to_be_bytes());
+    b.extend_from_slice(records);
+    let crc = compute_crc(&b);
+    b[17..21].copy_from_slice(&crc.to_be_bytes());
+    b
+}
+
+/// A batch holding only the records of `batch` whose indexes are in `keep` (ascending),
+/// with the header fields kept as the module documentation says; recompressed with the
+/// batch's own codec. Errors: compressing failed.
+pub fn rebuild(batch: &BatchRecords, keep: &[usize]) -> Result<Vec<u8>, RecordsError> {
+    let h = &batch.header;
+    let mut plain = BytesMut::new();
+    let mut max_ts = if h.timestamp_type_log_append() { h.max_timestamp } else { i64::MIN };
+    for &i in keep {
+        let r = &batch.records[i];
+        plain.extend_from_slice(&batch.data[r.span.clone()]);
+        if !h.timestamp_type_log_append() {
+            max_ts = max_ts.max(r.timestamp);
+        }
+    }
+    if keep.is_empty() {
+        max_ts = h.max_timestamp;
+    }
+    let mut out = BytesMut::new();
+    let put = |b: &mut BytesMut| {
+        b.extend_from_slice(&plain);
+        Ok(())
+    };
+    match h.compression() {
+        0 => out = plain.clone(),
+        1 => Gzip::compress(&mut out, put).map_err(codec_error)?,
+        2 => Snappy::compress(&mut out, put).map_err(codec_error)?,
+        3 => Lz4::compress(&mut out, put).map_err(codec_error)?,
+        4 => Zstd::compress(&mut out, put).map_err(codec_error)?,
+        c => return Err(RecordsError::UnknownCodec(c)),
+    }
+    Ok(assemble(h, keep.len() as i32, max_ts, &out))
+}
+
+/// A batch with no records and `h`'s header fields (offset range, producer id, epoch,
+/// base sequence, timestamps), uncompressed: what the cleaner keeps of a producer's
+/// last batch when every record in it is obsolete, so that the producer's state (its
+/// last sequence and offset) survives compaction (Kafka's `BatchRetention.RETAIN_EMPTY`).
+pub fn empty_batch(h: &RecordBatchHeader) -> Vec<u8> {
+    let mut hh = *h;
+    hh.attributes &= !super::batch::ATTR_COMPRESSION_MASK;
+    assemble(&hh, 0, h.max_timestamp, &[])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::batch::verify_crc;
+    use kafka_protocol::records::{
+        Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions,
+        TimestampType,
+    };
+
+    fn record(offset: i64, key: Option<&str>, value: Option<&str>, ts: i64) -> Record {
+        Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: 0,
+            producer_id: 7,
+            producer_epoch: 1,
+            timestamp_type: TimestampType::Creation,
+            offset,
+            sequence: offset as i32,
+            timestamp: ts,
+            key: key.map(|k| Bytes::copy_from_slice(k.as_bytes())),
+            value: value.map(|v| Bytes::copy_from_slice(v.as_bytes())),
+            headers: Default::default(),
+        }
+    }
+
+    fn encode(records: &[Record], compression: Compression) -> Vec<u8> {
+        let mut buf = BytesMut::new();
+        let opts = RecordEncodeOptions { version: 2, compression };
+        RecordBatchEncoder::encode(&mut buf, records.iter(), &opts).unwrap();
+        buf.to_vec()
+    }
+
+    fn sample() -> Vec<Record> {
+        vec![
+            record(100, Some("a"), Some("1"), 1000),
+            record(101, Some("b"), Some("2"), 1030),
+            record(102, Some("a"), None, 1010),
+            record(103, None, Some("4"), 1020),
+        ]
+    }
+
+    #[test]
+    fn decodes_offsets_timestamps_keys_and_tombstones() {
+        let batch = encode(&sample(), Compression::None);
+        let d = decode_records(&batch).unwrap();
+        let got: Vec<_> = d
+            .records
+            .iter()
+            .map(|r| (r.offset, r.timestamp, d.key(r).map(|k| k.to_vec()), r.has_value))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (100, 1000, Some(b"a".to_vec()), true),
+                (101, 1030, Some(b"b".to_vec()), true),
+                (102, 1010, Some(b"a".to_vec()), false),
+                (103, 1020, None, true),
+            ]
+        );
+    }
+
+    #[test]
+    fn rebuild_keeps_the_offset_range_and_the_chosen_records_for_every_codec() {
+        for c in [
+            Compression::None,
+            Compression::Gzip,
+            Compression::Snappy,
+            Compression::Lz4,
+            Compression::Zstd,
+        ] {
+            let batch = encode(&sample(), c);
+            let d = decode_records(&batch).unwrap();
+            let out = rebuild(&d, &[0, 2]).unwrap();
+            assert!(verify_crc(&out), "{c:?}");
+            let h = RecordBatchHeader::parse(&out).unwrap();
+            assert_eq!(h.total_size(), out.len());
+            assert_eq!((h.base_offset, h.last_offset(), h.records_count), (100, 103, 2));
+            assert_eq!((h.base_timestamp, h.max_timestamp), (1000, 1010));
+            assert_eq!((h.producer_id, h.producer_epoch, h.base_sequence), (7, 1, 100));
+            assert_eq!(h.compression(), d.header.compression());
+            // Java's view of it, through an independent decoder.
+            let set = RecordBatchDecoder::decode(&mut Bytes::from(out)).unwrap();
+            let got: Vec<_> =
+                set.records.iter().map(|r| (r.offset, r.timestamp, r.value.clone())).collect();
+            assert_eq!(
+                got,
+                vec![(100, 1000, Some(Bytes::from_static(b"1"))), (102, 1010, None)],
+                "{c:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_empty_batch_keeps_the_producer_fields_and_offsets() {
+        let batch = encode(&sample(), Compression::Gzip);
+        let d = decode_records(&batch).unwrap();
+        let out = empty_batch(&d.header);
+        assert!(verify_crc(&out));
+        let h = RecordBatchHeader::parse(&out).unwrap();
+        assert_eq!(out.len(), RECORD_BATCH_OVERHEAD);
+        assert_eq!((h.base_offset, h.last_offset(), h.records_count), (100, 103, 0));
+        assert_eq!((h.producer_id, h.base_sequence, h.compression()), (7, 100, 0));
+        assert_eq!(decode_records(&out).unwrap().records, vec![]);
+    }
+
+    #[test]
+    fn malformed_records_are_errors_not_panics() {
+        let batch = encode(&sample(), Compression::None);
+        // Claim one more record than there are bytes for.
+        let mut more = batch.clone();
+        more[57..61].copy_from_slice(&5i32.to_be_bytes());
+        assert!(matches!(decode_records(&more), Err(RecordsError::Malformed(_))));
+        // Claim fewer: the rest is left over.
+        let mut fewer = batch.clone();
+        fewer[57..61].copy_from_slice(&3i32.to_be_bytes());
+        assert!(matches!(decode_records(&fewer), Err(RecordsError::Malformed(_))));
+        // A huge record length.
+        let mut long = batch.clone();
+        long[61] = 0xfe;
+        assert!(decode_records(&long).is_err());
+        // Every truncation of the records section.
+        for cut in RECORD_BATCH_OVERHEAD..batch.len() {
+            let mut b = batch[..cut].to_vec();
+            b[8..12].copy_from_slice(&((cut - LOG_OVERHEAD) as i32).to_be_bytes());
+            assert!(decode_records(&b).is_err(), "cut at {cut}");
+        }
+        // A gzip batch whose section is garbage.
+        let mut gz = encode(&sample(), Compression::Gzip);
+        let n = gz.len();
+        gz[RECORD_BATCH_OVERHEAD..n].fill(0x55);
+        assert!(matches!(decode_records(&gz), Err(RecordsError::Codec(_))));
+    }
+}
