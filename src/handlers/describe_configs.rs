@@ -140,6 +140,26 @@ fn broker_configs(ctx: &Ctx) -> Vec<(String, Option<String>, i8)> {
             Some(format!("PLAINTEXT://{}", c.listen)),
             SOURCE_STATIC_BROKER_CONFIG,
         ),
+        (
+            "log.cleaner.backoff.ms".into(),
+            Some(c.log_cleaner_backoff_ms.to_string()),
+            SOURCE_STATIC_BROKER_CONFIG,
+        ),
+        (
+            "log.cleaner.dedupe.buffer.size".into(),
+            Some(c.log_cleaner_dedupe_buffer_size.to_string()),
+            SOURCE_STATIC_BROKER_CONFIG,
+        ),
+        (
+            "log.cleaner.enable".into(),
+            Some(c.log_cleaner_enable.to_string()),
+            SOURCE_STATIC_BROKER_CONFIG,
+        ),
+        (
+            "log.cleaner.io.max.bytes.per.second".into(),
+            Some(format!("{:?}", c.log_cleaner_io_max_bytes_per_second).replace('e', "E")),
+            SOURCE_STATIC_BROKER_CONFIG,
+        ),
         ("log.dirs".into(), Some(c.data_dir.display().to_string()), SOURCE_STATIC_BROKER_CONFIG),
         (
             "log.index.interval.bytes".into(),
@@ -158,6 +178,11 @@ fn broker_configs(ctx: &Ctx) -> Vec<(String, Option<String>, i8)> {
             SOURCE_STATIC_BROKER_CONFIG,
         ),
         ("node.id".into(), Some(c.node_id.to_string()), SOURCE_STATIC_BROKER_CONFIG),
+        (
+            "offsets.topic.segment.bytes".into(),
+            Some(c.offsets_topic_segment_bytes.to_string()),
+            SOURCE_STATIC_BROKER_CONFIG,
+        ),
         (
             "num.partitions".into(),
             Some(c.default_partitions.to_string()),
@@ -179,7 +204,8 @@ fn config_type(name: &str) -> i8 {
         | "remote.log.copy.disable"
         | "remote.log.delete.on.disable"
         | "remote.storage.enable"
-        | "auto.create.topics.enable" => 1,
+        | "auto.create.topics.enable"
+        | "log.cleaner.enable" => 1,
         "max.message.bytes"
         | "segment.bytes"
         | "index.interval.bytes"
@@ -195,8 +221,9 @@ fn config_type(name: &str) -> i8 {
         | "log.index.interval.bytes"
         | "log.segment.bytes"
         | "socket.request.max.bytes"
-        | "log.retention.hours" => 3,
-        "min.cleanable.dirty.ratio" => 6,
+        | "log.retention.hours"
+        | "offsets.topic.segment.bytes" => 3,
+        "min.cleanable.dirty.ratio" | "log.cleaner.io.max.bytes.per.second" => 6,
         "cleanup.policy"
         | "leader.replication.throttled.replicas"
         | "follower.replication.throttled.replicas"
