@@ -217,6 +217,9 @@ pub struct EffectiveTopicConfig {
     pub segment_ms: i64,
     /// `retention.ms`, `retention.bytes` and whether `cleanup.policy` includes `delete`.
     pub retention: RetentionPolicy,
+    /// `compression.type` as the codec id batches are stored with (0 none, 1 gzip,
+    /// 2 snappy, 3 lz4, 4 zstd); None for `producer` (stored as produced).
+    pub compression: Option<u8>,
     /// When `cleanup.policy` includes `compact`: `min.cleanable.dirty.ratio`,
     /// `min.compaction.lag.ms`, `max.compaction.lag.ms`, `delete.retention.ms`.
     pub compaction: Option<CompactionPolicy>,
@@ -249,6 +252,14 @@ impl EffectiveTopicConfig {
                     .unwrap_or(config.log_retention_bytes),
                 delete: get("cleanup.policy")
                     .is_none_or(|v| v.split(',').any(|p| p.trim() == "delete")),
+            },
+            compression: match get("compression.type") {
+                Some("uncompressed") => Some(0),
+                Some("gzip") => Some(1),
+                Some("snappy") => Some(2),
+                Some("lz4") => Some(3),
+                Some("zstd") => Some(4),
+                _ => None,
             },
             compaction: get("cleanup.policy")
                 .is_some_and(|v| v.split(',').any(|p| p.trim() == "compact"))

@@ -18,6 +18,7 @@ use crate::config::ProduceFanout;
 use crate::error::{KafkaResult, ResponseError};
 use crate::metadata::TopicMeta;
 use crate::protocol::batch::{verify_crc, BatchError, BatchIter};
+use crate::protocol::records;
 use crate::protocol::strings::{sb, topic_name};
 use crate::shard::messages::{Appended, PartitionBatches};
 use crate::shard::{DataRequest, ShardId};
@@ -178,6 +179,7 @@ async fn start(
         max_message_bytes: config.max_message_bytes,
         segment_bytes: config.segment_bytes,
         compacted: config.compaction.is_some(),
+        compression: config.compression,
     };
     let batches = match validate(&records, ctx.api_version, limits, now) {
         Ok(batches) => batches,
@@ -207,6 +209,9 @@ struct Limits {
     segment_bytes: u64,
     /// `cleanup.policy` includes `compact`: every record needs a key (INVALID_RECORD).
     compacted: bool,
+    /// The topic's `compression.type` codec (None: `producer`): a batch in another
+    /// codec is recompressed before it is appended.
+    compression: Option<u8>,
 }
 
 /// Checks a partition's `records` (Produce `version`) and returns its one batch (in a
@@ -217,7 +222,9 @@ struct Limits {
 /// (RECORD_LIST_TOO_LARGE), consistent offsets and count (INVALID_RECORD), not
 /// transactional (INVALID_TXN_STATE, until transactions exist), a timestamp not too
 /// far ahead of the broker's clock (INVALID_TIMESTAMP), and on a compacted topic a key
-/// on every record (INVALID_RECORD; records that do not decode: CORRUPT_MESSAGE).
+/// on every record (INVALID_RECORD; records that do not decode: CORRUPT_MESSAGE). A
+/// batch in another codec than the topic's `compression.type` is returned recompressed
+/// (MESSAGE_TOO_LARGE if that outgrows `max.message.bytes`), as Kafka's `LogValidator`.
 fn validate(
     records: &Bytes,
     version: i16,
@@ -313,9 +320,13 @@ fn validate(
     if let Some(Err(e)) = rest {
         return Err(batch_error(e));
     }
+    let recompress = limits.compression.filter(|&c| c != header.compression());
+    if !limits.compacted && recompress.is_none() {
+        return Ok(vec![batch]);
+    }
+    let decoded = records::decode_records(&batch)
+        .map_err(|e| (ResponseError::CorruptMessage, e.to_string()))?;
     if limits.compacted {
-        let decoded = crate::protocol::records::decode_records(&batch)
-            .map_err(|e| (ResponseError::CorruptMessage, e.to_string()))?;
         if let Some(r) = decoded.records.iter().find(|r| r.key.is_none()) {
             return Err((
                 ResponseError::InvalidRecord,
@@ -327,7 +338,20 @@ fn validate(
             ));
         }
     }
-    Ok(vec![batch])
+    let Some(codec) = recompress else { return Ok(vec![batch]) };
+    let stored = records::recompress(&decoded, codec)
+        .map_err(|e| (ResponseError::UnknownServerError, e.to_string()))?;
+    if stored.len() > max_message_bytes.max(0) as usize {
+        return Err((
+            ResponseError::MessageTooLarge,
+            format!(
+                "The record batch is {} bytes in the topic's compression.type, larger than \
+                 the maximum allowed ({max_message_bytes})",
+                stored.len()
+            ),
+        ));
+    }
+    Ok(vec![Bytes::from(stored)])
 }
 
 /// Waits for every append and builds the response, in request order.
@@ -404,8 +428,12 @@ mod tests {
     use super::*;
     use crate::protocol::batch::testing::{build_batch, BatchSpec};
 
-    const LIMITS: Limits =
-        Limits { max_message_bytes: 1 << 20, segment_bytes: 1 << 30, compacted: false };
+    const LIMITS: Limits = Limits {
+        max_message_bytes: 1 << 20,
+        segment_bytes: 1 << 30,
+        compacted: false,
+        compression: None,
+    };
 
     fn one(records: usize, value_len: usize) -> Vec<u8> {
         build_batch(&BatchSpec { records, value_len, ..Default::default() })
@@ -463,6 +491,35 @@ mod tests {
         let (code, msg) = validate(&bad, 9, compacted, now_ms()).unwrap_err();
         assert_eq!(code, ResponseError::InvalidRecord);
         assert!(msg.contains("offset delta 1"), "{msg}");
+    }
+
+    #[test]
+    fn a_topic_compression_type_recompresses_batches_in_another_codec() {
+        use crate::protocol::batch::RecordBatchHeader;
+        let plain = Bytes::from(one(3, 10));
+        let codec_of = |b: &Bytes| RecordBatchHeader::parse(b).unwrap().compression();
+        for codec in 0..=4u8 {
+            let limits = Limits { compression: Some(codec), ..LIMITS };
+            let [stored] = &validate(&plain, 9, limits, now_ms()).unwrap()[..] else {
+                panic!("one batch")
+            };
+            assert_eq!(codec_of(stored), codec);
+            assert!(verify_crc(stored));
+            let (a, b) = (records::decode_records(stored).unwrap(), records::decode_records(&plain).unwrap());
+            let spans = |d: &records::BatchRecords| {
+                d.records.iter().map(|r| d.data[r.span.clone()].to_vec()).collect::<Vec<_>>()
+            };
+            assert_eq!(spans(&a), spans(&b));
+            // Back to uncompressed: the very bytes that were produced.
+            let back = Limits { compression: Some(0), ..LIMITS };
+            assert_eq!(&validate(stored, 9, back, now_ms()).unwrap()[0][..], &plain[..]);
+        }
+        // compression.type=producer stores what came.
+        assert_eq!(&validate(&plain, 9, LIMITS, now_ms()).unwrap()[0][..], &plain[..]);
+        // Recompressed larger than max.message.bytes (uncompressed 3 records fit).
+        let tight = Limits { compression: Some(1), max_message_bytes: plain.len() as i32, ..LIMITS };
+        let (code, _) = validate(&plain, 9, tight, now_ms()).unwrap_err();
+        assert_eq!(code, ResponseError::MessageTooLarge);
     }
 
     #[test]

@@ -23,7 +23,8 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::compression::{Compressor, Decompressor, Gzip, Lz4, Snappy, Zstd};
 
 use super::batch::{
-    compute_crc, BatchError, RecordBatchHeader, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD,
+    compute_crc, BatchError, RecordBatchHeader, ATTR_COMPRESSION_MASK, LOG_OVERHEAD,
+    RECORD_BATCH_OVERHEAD,
 };
 
 /// Why a batch's records could not be read or rebuilt.
@@ -206,7 +207,22 @@ fn assemble(h: &RecordBatchHeader, count: i32, max_timestamp: i64, records: &[u8
 /// with the header fields kept as the module documentation says; recompressed with the
 /// batch's own codec. Errors: compressing failed.
 pub fn rebuild(batch: &BatchRecords, keep: &[usize]) -> Result<Vec<u8>, RecordsError> {
-    let h = &batch.header;
+    build(batch, keep, batch.header.compression())
+}
+
+/// The whole batch with its records compressed with `codec` (0 none, 1 gzip, 2 snappy,
+/// 3 lz4, 4 zstd) instead of its own: what a topic's `compression.type` does to a
+/// produced batch in another codec (Kafka's `LogValidator`). Every other header field
+/// stays; length and CRC are recomputed. Errors: an unknown codec, compressing failed.
+pub fn recompress(batch: &BatchRecords, codec: u8) -> Result<Vec<u8>, RecordsError> {
+    let all: Vec<usize> = (0..batch.records.len()).collect();
+    build(batch, &all, codec)
+}
+
+fn build(batch: &BatchRecords, keep: &[usize], codec: u8) -> Result<Vec<u8>, RecordsError> {
+    let mut h = batch.header;
+    h.attributes = (h.attributes & !ATTR_COMPRESSION_MASK) | codec as i16;
+    let h = &h;
     let mut plain = BytesMut::new();
     let mut max_ts = if h.timestamp_type_log_append() { h.max_timestamp } else { i64::MIN };
     for &i in keep {
@@ -241,7 +257,7 @@ pub fn rebuild(batch: &BatchRecords, keep: &[usize]) -> Result<Vec<u8>, RecordsE
 /// last sequence and offset) survives compaction (Kafka's `BatchRetention.RETAIN_EMPTY`).
 pub fn empty_batch(h: &RecordBatchHeader) -> Vec<u8> {
     let mut hh = *h;
-    hh.attributes &= !super::batch::ATTR_COMPRESSION_MASK;
+    hh.attributes &= !ATTR_COMPRESSION_MASK;
     assemble(&hh, 0, h.max_timestamp, &[])
 }
 
@@ -337,6 +353,47 @@ mod tests {
                 "{c:?}"
             );
         }
+    }
+
+    #[test]
+    fn recompress_changes_only_the_codec_for_every_pair_of_codecs() {
+        let codecs = [
+            Compression::None,
+            Compression::Gzip,
+            Compression::Snappy,
+            Compression::Lz4,
+            Compression::Zstd,
+        ];
+        for from in codecs {
+            let d = decode_records(&encode(&sample(), from)).unwrap();
+            for to in 0..=4u8 {
+                let out = recompress(&d, to).unwrap();
+                assert!(verify_crc(&out));
+                let h = RecordBatchHeader::parse(&out).unwrap();
+                assert_eq!(h.compression(), to, "{from:?} -> {to}");
+                let mut expect = d.header;
+                expect.attributes = (expect.attributes & !ATTR_COMPRESSION_MASK) | to as i16;
+                (expect.batch_length, expect.crc) = (h.batch_length, h.crc);
+                assert_eq!(h, expect, "{from:?} -> {to}");
+                let again = decode_records(&out).unwrap();
+                let views = |b: &BatchRecords| {
+                    b.records
+                        .iter()
+                        .map(|r| {
+                            (
+                                r.offset,
+                                r.timestamp,
+                                b.key(r).map(<[u8]>::to_vec),
+                                b.data[r.span.clone()].to_vec(),
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(views(&again), views(&d), "{from:?} -> {to}");
+            }
+        }
+        let d = decode_records(&encode(&sample(), Compression::None)).unwrap();
+        assert!(matches!(recompress(&d, 5), Err(RecordsError::UnknownCodec(5))));
     }
 
     #[test]

@@ -15,8 +15,9 @@ from helpers import confluent_watermarks
 from test_retention import consume, create
 
 
-def produce_batches(bootstrap: str, topic: str, sizes: list[int]) -> list[int]:
-    """Sends `sizes[i]` records as batch i to partition 0; returns every record's offset."""
+def produce_batches(bootstrap: str, topic: str, sizes: list[int], keyed: bool = False) -> list[int]:
+    """Sends `sizes[i]` records as batch i to partition 0 (with keys `k<n>` when `keyed`:
+    a compacted topic refuses records without one); returns every record's offset."""
     from confluent_kafka import Producer
 
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 60_000, "enable.idempotence": False})
@@ -29,7 +30,8 @@ def produce_batches(bootstrap: str, topic: str, sizes: list[int]) -> list[int]:
     n = 0
     for size in sizes:
         for _ in range(size):
-            p.produce(topic, value=b"v%d" % n, partition=0, on_delivery=on_delivery)
+            key = b"k%d" % n if keyed else None
+            p.produce(topic, key=key, value=b"v%d" % n, partition=0, on_delivery=on_delivery)
             n += 1
         assert p.flush(10) == 0
     return offsets
@@ -82,7 +84,7 @@ def test_delete_records_moves_the_start_inside_a_batch_and_it_survives_restarts(
 def test_delete_records_on_a_compacted_topic_is_a_policy_violation(broker_factory):
     broker = broker_factory()
     create(broker.bootstrap, "compacted", {"cleanup.policy": "compact"})
-    produce_batches(broker.bootstrap, "compacted", [3])
+    produce_batches(broker.bootstrap, "compacted", [3], keyed=True)
     err = delete_records(broker.bootstrap, "compacted", 2)
     assert err.code() == KafkaError.POLICY_VIOLATION, err
     assert confluent_watermarks(broker.bootstrap, "compacted", [0])[0] == (0, 3)
