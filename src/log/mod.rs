@@ -219,6 +219,8 @@ pub struct PartitionLog {
     closed: Cell<bool>,
     /// Serializes the log start checkpoint writes of DeleteRecords.
     checkpointing: glommio::sync::Semaphore,
+    /// Callers of [`PartitionLog::roll_active`] waiting for the writer task to roll.
+    roll_waiters: RefCell<Vec<futures_channel::oneshot::Sender<()>>>,
     /// Set when a write failed; the log then refuses appends.
     failed: RefCell<Option<(io::ErrorKind, String)>>,
     /// Data written since the last fdatasync (Interval policy).
@@ -288,6 +290,7 @@ impl PartitionLog {
             closed: Cell::new(false),
             failed: RefCell::new(None),
             checkpointing: glommio::sync::Semaphore::new(1),
+            roll_waiters: RefCell::default(),
             dirty: Cell::new(false),
             dir,
             live: Cell::new(LiveConfig::of(&config)),
@@ -667,6 +670,67 @@ impl PartitionLog {
         }
     }
 
+    /// One round of the writer task: drain the pending batches, then roll the active
+    /// segment if [`PartitionLog::roll_active`] asked for it. True when the task is done
+    /// (the log failed, or is closed with nothing left to write).
+    async fn write_pending(&self) -> bool {
+        if self.failed.borrow().is_some() {
+            return true;
+        }
+        if let Err(e) = self.drain().await {
+            self.fail(&e);
+            return true;
+        }
+        let waiters = self.roll_waiters.take();
+        if !waiters.is_empty() && !self.closed.get() {
+            if let Err(e) = self.roll_idle().await {
+                self.fail(&e);
+                return true;
+            }
+            for w in waiters {
+                let _ = w.send(());
+            }
+        }
+        self.closed.get() && self.state.borrow().pending.is_empty()
+    }
+
+    /// Seals the active segment at the log end offset, if it holds data and nothing is
+    /// pending (the writer task, right after a drain). Appends arriving meanwhile go to
+    /// the new segment.
+    async fn roll_idle(&self) -> io::Result<()> {
+        if self.active().size.get() == 0 {
+            return Ok(());
+        }
+        let base = {
+            let mut st = self.state.borrow_mut();
+            if !st.pending.is_empty() {
+                return Ok(());
+            }
+            st.planned_size = 0;
+            st.planned_base = st.leo;
+            st.planned_first_append = None;
+            st.leo
+        };
+        self.roll(base).await
+    }
+
+    /// Seals the active segment now, if it holds data, so that retention can delete it
+    /// (Kafka rolls before deleting every segment of a log). Done by the writer task
+    /// after it has written everything pending. Errors: the log is closed or failed, or
+    /// the roll failed.
+    pub async fn roll_active(&self) -> io::Result<()> {
+        if let Some(e) = self.io_error() {
+            return Err(e);
+        }
+        let (tx, rx) = futures_channel::oneshot::channel();
+        self.roll_waiters.borrow_mut().push(tx);
+        self.writer_wake.notify();
+        if rx.await.is_err() {
+            return Err(self.io_error().unwrap_or_else(|| io::Error::other("roll not done")));
+        }
+        Ok(())
+    }
+
     /// One DMA write: the partial last block followed by the group's batches, zero padded
     /// to the alignment, at the aligned start of that block.
     async fn write_group(&self, seg: &Segment, group: &[Pending]) -> io::Result<()> {
@@ -735,20 +799,16 @@ impl PartitionLog {
     }
 }
 
-/// The per-partition writer: sleeps until `append` notifies, then drains. Holds only a
-/// weak reference while idle, so dropping the last `Rc<PartitionLog>` ends it.
+/// The per-partition writer: sleeps until `append` (or [`PartitionLog::roll_active`])
+/// notifies, then drains, then rolls if asked to. Holds only a weak reference while
+/// idle, so dropping the last `Rc<PartitionLog>` ends it.
 async fn writer_task(log: Weak<PartitionLog>, wake: Rc<Notify>) {
     loop {
         wake.wait().await;
         let Some(log) = log.upgrade() else { return };
-        if log.failed.borrow().is_some() {
-            return;
-        }
-        if let Err(e) = log.drain().await {
-            log.fail(&e);
-            return;
-        }
-        if log.closed.get() && log.state.borrow().pending.is_empty() {
+        if log.write_pending().await {
+            // Whoever still waits for a roll is answered by the dropped sender.
+            log.roll_waiters.take();
             return;
         }
     }

@@ -1,9 +1,9 @@
 //! Retention: deleting whole segments from the start of a partition's log once they are
 //! older than `retention.ms` or the log is larger than `retention.bytes`, as Kafka's log
 //! manager does (`UnifiedLog.deleteOldSegments`), and rolling the active segment by age
-//! (`segment.ms`, on the next append) so that old data can leave it. Unlike Kafka, the
-//! active segment itself is never deleted: a partition that receives nothing keeps its
-//! last segment until an append rolls it.
+//! (`segment.ms`, on the next append) so that old data can leave it. When every segment
+//! is past retention, the active one included, the active segment is rolled and deleted
+//! too (Kafka's `deleteSegments` rolls first), so a partition nobody writes to empties.
 //!
 //! Only sealed segments are deleted; the log start offset becomes the base offset of the
 //! oldest segment left (unless DeleteRecords already moved it further, see
@@ -42,12 +42,15 @@ pub struct Deleted {
 }
 
 impl PartitionLog {
-    /// Deletes the sealed segments `policy` no longer keeps, oldest first, stopping at
-    /// the first one it keeps; never the active segment. Whatever the policy, a sealed
-    /// segment wholly below the log start offset (moved by DeleteRecords) goes too, as
-    /// Kafka's `deleteLogStartOffsetBreachedSegments`. `now_ms` is the broker's clock
-    /// (ms since the epoch). Errors: removing a segment's files failed (the segment is
-    /// already out of the log then; the error is the first file that could not go).
+    /// Deletes the segments `policy` no longer keeps, oldest first, stopping at the
+    /// first one it keeps. When that is every segment, the active one included (it holds
+    /// data, all of it past retention), the active segment is rolled first and then
+    /// deleted too, as Kafka does: a partition nobody writes to empties. Whatever the
+    /// policy, a sealed segment wholly below the log start offset (moved by
+    /// DeleteRecords) goes too, as Kafka's `deleteLogStartOffsetBreachedSegments`.
+    /// `now_ms` is the broker's clock (ms since the epoch). Errors: the roll failed, or
+    /// removing a segment's files failed (the segment is already out of the log then; the
+    /// error is the first file that could not go).
     pub async fn enforce_retention(
         &self,
         policy: &RetentionPolicy,
@@ -56,31 +59,43 @@ impl PartitionLog {
         if self.closed.get() {
             return Ok(Deleted { log_start_offset: self.log_start.get(), ..Deleted::default() });
         }
-        let n = {
-            let segs = self.segments.borrow();
-            let sealed = &segs[..segs.len() - 1];
-            let mut total: u64 = segs.iter().map(|s| s.size.get()).sum();
-            let mut n = 0;
-            for seg in sealed {
-                let below_start = seg.next_offset.get() <= self.log_start.get();
-                let too_old = policy.delete
-                    && policy.retention_ms >= 0
-                    && seg
-                        .max_ts
-                        .get()
-                        .is_some_and(|(ts, _)| now_ms.saturating_sub(ts) > policy.retention_ms);
-                let too_big = policy.delete
-                    && policy.retention_bytes >= 0
-                    && total - seg.size.get() >= policy.retention_bytes as u64;
-                if !(below_start || too_old || too_big) {
-                    break;
-                }
-                total -= seg.size.get();
-                n += 1;
-            }
-            n
-        };
+        let (n, all) = self.expired_segments(policy, now_ms);
+        if all {
+            self.roll_active().await?;
+            let (n, _) = self.expired_segments(policy, now_ms);
+            return self.delete_oldest_segments(n);
+        }
         self.delete_oldest_segments(n)
+    }
+
+    /// How many of the oldest sealed segments `policy` deletes, and whether it would
+    /// delete the (non-empty) active segment too.
+    fn expired_segments(&self, policy: &RetentionPolicy, now_ms: i64) -> (usize, bool) {
+        let segs = self.segments.borrow();
+        let mut total: u64 = segs.iter().map(|s| s.size.get()).sum();
+        let mut n = 0;
+        for (i, seg) in segs.iter().enumerate() {
+            let active = i + 1 == segs.len();
+            let below_start = !active && seg.next_offset.get() <= self.log_start.get();
+            let too_old = policy.delete
+                && policy.retention_ms >= 0
+                && seg
+                    .max_ts
+                    .get()
+                    .is_some_and(|(ts, _)| now_ms.saturating_sub(ts) > policy.retention_ms);
+            let too_big = policy.delete
+                && policy.retention_bytes >= 0
+                && total - seg.size.get() >= policy.retention_bytes as u64;
+            if !(below_start || too_old || too_big) || (active && seg.size.get() == 0) {
+                break;
+            }
+            if active {
+                return (n, true);
+            }
+            total -= seg.size.get();
+            n += 1;
+        }
+        (n, false)
     }
 
     /// Deletes the sealed segments wholly below the log start offset (after

@@ -76,18 +76,40 @@ fn retention_bytes_keeps_at_least_that_many_bytes() {
 }
 
 #[test]
-fn the_active_segment_and_compacted_topics_are_never_deleted() {
+fn compacted_topics_keep_everything_and_an_expired_active_segment_is_rolled_and_deleted() {
     run(|dir| async move {
         let log = twelve(&dir).await;
         let compact = RetentionPolicy { retention_ms: 0, retention_bytes: 0, delete: false };
         assert_eq!(log.enforce_retention(&compact, 100_000).await.unwrap().segments, 0);
+        // Segments 0, 3 and 6 are sealed, 9 (offsets 9-11) is active; all past retention.
         let all = RetentionPolicy { retention_ms: 0, retention_bytes: 0, delete: true };
         let d = log.enforce_retention(&all, 100_000).await.unwrap();
-        assert_eq!((d.segments, d.log_start_offset), (3, 9));
-        assert_eq!(files(&dir), ["00000000000000000009.log"]);
-        // Appends go on after it.
+        assert_eq!((d.segments, d.log_start_offset), (4, 12));
+        assert_eq!(files(&dir), ["00000000000000000012.log"]);
+        assert_eq!((log.log_start_offset(), log.high_watermark()), (12, 12));
+        assert!(matches!(log.read(11, 1 << 20).await, Err(ReadError::OffsetOutOfRange)));
+        // An empty active segment is left alone by the next pass.
+        assert_eq!(log.enforce_retention(&all, 100_000).await.unwrap().segments, 0);
+        // Appends go on after it, and a restart keeps the start.
         assert_eq!(log.append(batch(1, 10, 0), 0).await.unwrap().base_offset, 12);
-        assert_eq!(headers_base(&log.read(9, 1 << 20).await.unwrap()), 9);
+        assert_eq!(headers_base(&log.read(12, 1 << 20).await.unwrap()), 12);
+        log.close().await.unwrap();
+        let log = PartitionLog::open(dir.clone(), cfg()).await.unwrap();
+        assert_eq!((log.log_start_offset(), log.high_watermark()), (12, 13));
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
+fn an_active_segment_with_recent_records_is_kept() {
+    run(|dir| async move {
+        let log = twelve(&dir).await;
+        // Timestamps: 1,000 for offsets 0-5, 50,000 after; at 100,000 with 60 s retention
+        // only segments 0 and 3 are past it.
+        let policy = RetentionPolicy { retention_ms: 60_000, ..KEEP };
+        let d = log.enforce_retention(&policy, 100_000).await.unwrap();
+        assert_eq!((d.segments, d.log_start_offset), (2, 6));
+        assert_eq!(log.segments.borrow().last().unwrap().base_offset, 9);
         log.close().await.unwrap();
     });
 }

@@ -135,3 +135,22 @@ def test_retention_set_later_with_incremental_alter_configs_applies_live_and_per
     entry = f.result(timeout=20)["retention.ms"]
     assert (entry.value, entry.source) == ("60000", 1), entry  # DYNAMIC_TOPIC_CONFIG
     assert confluent_watermarks(broker.bootstrap, topic, [0])[0] == (30, 40)
+
+
+def test_a_partition_whose_records_are_all_past_retention_empties(broker_factory):
+    """Kafka rolls the active segment when every segment is past retention and deletes
+    it too: the log start offset reaches the end, and new records continue from there."""
+    broker = broker_factory("--log-retention-check-interval-ms", "200")
+    topic = "emptied"
+    create(broker.bootstrap, topic, {"retention.ms": "60000", **SEGMENT})
+    now = int(time.time() * 1000)
+    # Segment 0 holds 0-9, the active segment 10 holds 10-14: all an hour old.
+    produce_one_batch_each(broker.bootstrap, topic, [now - 3_600_000] * 15)
+    wait_until(lambda: confluent_watermarks(broker.bootstrap, topic, [0])[0] == (15, 15), 15,
+               what="log start offset 15 after retention")
+    files = sorted(f.name for f in (broker.data_dir / f"{topic}-0").iterdir() if f.suffix == ".log")
+    assert files == ["00000000000000000015.log"]
+    broker.restart()
+    assert confluent_watermarks(broker.bootstrap, topic, [0])[0] == (15, 15)
+    assert produce_one_batch_each(broker.bootstrap, topic, [now]) == [15]
+    assert consume(broker.bootstrap, topic, -2, 1) == [15]
