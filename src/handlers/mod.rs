@@ -198,6 +198,8 @@ apis! {
     IncrementalAlterConfigs => incremental_alter_configs,
     AlterPartitionReassignments => alter_partition_reassignments,
     ListPartitionReassignments => list_partition_reassignments,
+    ElectLeaders => elect_leaders,
+    DescribeTopicPartitions => describe_topic_partitions,
 }
 
 /// APIs that change the catalog under the requests before them on the same connection
