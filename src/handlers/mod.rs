@@ -200,6 +200,7 @@ apis! {
     ListPartitionReassignments => list_partition_reassignments,
     ElectLeaders => elect_leaders,
     DescribeTopicPartitions => describe_topic_partitions,
+    DescribeProducers => describe_producers,
 }
 
 /// APIs that change the catalog under the requests before them on the same connection

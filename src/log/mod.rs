@@ -495,6 +495,15 @@ impl PartitionLog {
         self.log_start.get()
     }
 
+    /// The idempotent producers this partition knows (DescribeProducers), by producer
+    /// id: `(producer id, entry)`.
+    pub fn active_producers(&self) -> Vec<(i64, producer_state::ProducerEntry)> {
+        let st = self.state.borrow();
+        let mut v: Vec<_> = st.producers.producers().map(|(pid, e)| (pid, e.clone())).collect();
+        v.sort_by_key(|(pid, _)| *pid);
+        v
+    }
+
     /// Bytes of record batches stored, over every segment (DescribeLogDirs' partition
     /// size, Kafka's `UnifiedLog.size`): what is written, not what is still pending.
     pub fn size_bytes(&self) -> u64 {

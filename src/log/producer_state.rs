@@ -31,6 +31,9 @@ pub struct ProducerEntry {
     pub epoch: i16,
     /// Its last batches, oldest first, at most [`MAX_BATCHES`].
     pub batches: VecDeque<BatchMeta>,
+    /// Max timestamp of its last batch appended (ms; -1 before any), as
+    /// DescribeProducers reports it.
+    pub last_timestamp: i64,
 }
 
 /// Outcome of checking a batch against the producer state.
@@ -115,6 +118,7 @@ impl ProducerState {
             return;
         }
         let e = self.producers.entry(h.producer_id).or_default();
+        e.last_timestamp = h.max_timestamp;
         if h.producer_epoch != e.epoch {
             e.epoch = h.producer_epoch;
             e.batches.clear();
@@ -133,17 +137,24 @@ impl ProducerState {
         });
     }
 
-    /// Snapshot encoding: magic "PSS1", covered offset i64, count u32, then per producer
-    /// pid i64, epoch i16, n u8, n x (first i32, last i32, base i64, last i64); then the
-    /// CRC32C (u32) of everything before it. Big-endian.
+    /// Every producer, by producer id.
+    pub fn producers(&self) -> impl Iterator<Item = (i64, &ProducerEntry)> {
+        self.producers.iter().map(|(pid, e)| (*pid, e))
+    }
+
+    /// Snapshot encoding: magic "PSS2", covered offset i64, count u32, then per producer
+    /// pid i64, epoch i16, last timestamp i64, n u8, n x (first i32, last i32, base i64,
+    /// last i64); then the CRC32C (u32) of everything before it. Big-endian. "PSS1"
+    /// (written before the last timestamp was kept) is the same without it.
     pub fn encode_snapshot(&self, covers_offset: i64) -> Vec<u8> {
         let mut b = Vec::with_capacity(16 + self.producers.len() * 64);
-        b.extend_from_slice(b"PSS1");
+        b.extend_from_slice(b"PSS2");
         b.extend_from_slice(&covers_offset.to_be_bytes());
         b.extend_from_slice(&(self.producers.len() as u32).to_be_bytes());
         for (pid, e) in &self.producers {
             b.extend_from_slice(&pid.to_be_bytes());
             b.extend_from_slice(&e.epoch.to_be_bytes());
+            b.extend_from_slice(&e.last_timestamp.to_be_bytes());
             b.push(e.batches.len() as u8);
             for m in &e.batches {
                 b.extend_from_slice(&m.first_seq.to_be_bytes());
@@ -160,9 +171,10 @@ impl ProducerState {
     /// Decodes [`Self::encode_snapshot`] output: `(state, covered offset)`, or None if the
     /// bytes are malformed or the CRC does not match.
     pub fn decode_snapshot(b: &[u8]) -> Option<(ProducerState, i64)> {
-        if b.len() < 20 || &b[..4] != b"PSS1" {
+        if b.len() < 20 || (&b[..4] != b"PSS1" && &b[..4] != b"PSS2") {
             return None;
         }
+        let with_timestamp = &b[..4] == b"PSS2";
         let (body, crc) = b.split_at(b.len() - 4);
         if crc32c::crc32c(body) != u32::from_be_bytes(crc.try_into().ok()?) {
             return None;
@@ -174,8 +186,9 @@ impl ProducerState {
         for _ in 0..n {
             let pid = r.i64()?;
             let epoch = r.i16()?;
+            let last_timestamp = if with_timestamp { r.i64()? } else { -1 };
             let k = r.u8()?;
-            let mut e = ProducerEntry { epoch, batches: VecDeque::new() };
+            let mut e = ProducerEntry { epoch, batches: VecDeque::new(), last_timestamp };
             for _ in 0..k {
                 e.batches.push_back(BatchMeta {
                     first_seq: r.i32()?,
@@ -291,9 +304,33 @@ mod tests {
         assert_eq!(at, 42);
         assert_eq!(d.get(1), s.get(1));
         assert_eq!(d.get(5), s.get(5));
+        assert_eq!(d.get(5).unwrap().last_timestamp, hdr(5, 7, 10, 2, 3).max_timestamp);
         let mut bad = enc.clone();
         bad[10] ^= 1;
         assert!(ProducerState::decode_snapshot(&bad).is_none());
         assert!(ProducerState::decode_snapshot(&enc[..enc.len() - 1]).is_none());
+    }
+
+    #[test]
+    fn a_pss1_snapshot_from_before_last_timestamps_still_loads() {
+        let mut b = b"PSS1".to_vec();
+        b.extend_from_slice(&42i64.to_be_bytes());
+        b.extend_from_slice(&1u32.to_be_bytes());
+        b.extend_from_slice(&7i64.to_be_bytes()); // pid
+        b.extend_from_slice(&3i16.to_be_bytes()); // epoch
+        b.push(1);
+        for v in [0i32, 2] {
+            b.extend_from_slice(&v.to_be_bytes());
+        }
+        for v in [10i64, 12] {
+            b.extend_from_slice(&v.to_be_bytes());
+        }
+        let crc = crc32c::crc32c(&b);
+        b.extend_from_slice(&crc.to_be_bytes());
+        let (s, at) = ProducerState::decode_snapshot(&b).unwrap();
+        assert_eq!(at, 42);
+        let meta = BatchMeta { first_seq: 0, last_seq: 2, base_offset: 10, last_offset: 12 };
+        let want = ProducerEntry { epoch: 3, batches: VecDeque::from([meta]), last_timestamp: -1 };
+        assert_eq!(s.get(7), Some(&want));
     }
 }

@@ -105,6 +105,17 @@ pub struct LogDirPartition {
     pub offset_lag: i64,
 }
 
+/// One producer in a [`DataRequest::DescribeProducers`] answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActiveProducer {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    /// Sequence of the last record of its last batch; -1 if none.
+    pub last_sequence: i32,
+    /// Max timestamp of its last batch, ms; -1 if unknown.
+    pub last_timestamp: i64,
+}
+
 /// A topic to create, as CreateTopics asked for it (already resolved to a count).
 #[derive(Debug, Clone)]
 pub struct NewTopic {
@@ -168,6 +179,13 @@ pub enum DataRequest {
     /// afterwards), or OFFSET_OUT_OF_RANGE, POLICY_VIOLATION (`cleanup.policy` without
     /// `delete`), UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR.
     DeleteRecords { topic: TopicName, partition: i32, offset: i64, reply: Reply<KafkaResult<i64>> },
+    /// DescribeProducers for one partition: its idempotent producers, by producer id,
+    /// or UNKNOWN_TOPIC_OR_PARTITION / NOT_LEADER_OR_FOLLOWER.
+    DescribeProducers {
+        topic: TopicName,
+        partition: i32,
+        reply: Reply<KafkaResult<Vec<ActiveProducer>>>,
+    },
     /// One group request (or the part of a multi-group request for the groups that
     /// shard coordinates).
     Group { call: Box<GroupCall>, reply: Reply<ResponseKind> },

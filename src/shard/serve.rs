@@ -16,8 +16,8 @@ use glommio::channels::channel_mesh::Receivers;
 use bytes::Bytes;
 
 use super::messages::{
-    Appended, CatalogChanged, ControlRequest, DataRequest, ListedOffset, LogDirPartition,
-    PartitionBatches, PartitionRead, ShardMessage,
+    ActiveProducer, Appended, CatalogChanged, ControlRequest, DataRequest, ListedOffset,
+    LogDirPartition, PartitionBatches, PartitionRead, ShardMessage,
 };
 use super::state::Shard;
 use crate::error::{KafkaResult, ResponseError};
@@ -161,6 +161,25 @@ async fn execute_data(shard: &Rc<Shard>, request: DataRequest) {
             let shard = shard.clone();
             spawn_detached(async move {
                 let _ = reply.send(delete_records(&shard, &topic, partition, offset).await);
+            });
+        }
+        DataRequest::DescribeProducers { topic, partition, reply } => {
+            let shard = shard.clone();
+            spawn_detached(async move {
+                let answer = match shard.readable_log(&topic, partition).await {
+                    Some(log) => Ok(log
+                        .active_producers()
+                        .into_iter()
+                        .map(|(producer_id, e)| ActiveProducer {
+                            producer_id,
+                            producer_epoch: e.epoch,
+                            last_sequence: e.batches.back().map_or(-1, |b| b.last_seq),
+                            last_timestamp: e.last_timestamp,
+                        })
+                        .collect()),
+                    None => Err(not_here(&shard, &topic)),
+                };
+                let _ = reply.send(answer);
             });
         }
         DataRequest::Group { call, reply } => {
