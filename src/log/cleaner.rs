@@ -17,23 +17,28 @@
 //! 3. Every segment from the start of the log to there is **rewritten** without the
 //!    records the map supersedes (a record whose key maps to a larger offset), keyless
 //!    records, and the tombstones of a segment already clean before this pass whose file
-//!    is older than `delete.retention.ms`. A batch keeps its base offset and last offset
-//!    (see [`crate::protocol::records`]); a batch left with no records goes, unless it is
-//!    the last batch of an idempotent producer, which stays as an empty batch so the
-//!    producer's sequence state survives. A segment in which nothing changes is not
-//!    rewritten; a segment left empty is deleted (its offsets become a gap), unless it is
-//!    the first, which stays to hold the log start offset.
+//!    is older than `delete.retention.ms`. Consecutive segments whose sizes add up to at
+//!    most `segment.bytes` are rewritten into one (Kafka's `groupSegmentsBySize`), named
+//!    by the first, so compacted logs do not pile up small files. A batch keeps its base
+//!    offset and last offset (see [`crate::protocol::records`]); a batch left with no
+//!    records goes, unless it is the last batch of an idempotent producer, which stays
+//!    as an empty batch so the producer's sequence state survives. A lone segment in
+//!    which nothing changes is not rewritten; a group left empty is deleted (its offsets
+//!    become a gap), unless it starts the log, which keeps an empty segment to hold the
+//!    log start offset.
 //! 4. **Crash safety**: the new segment is written to `<base>.log.cleaned` and
 //!    fdatasync'ed; then, with no await in between (so no read or append on the shard
-//!    sees a half state), the old segment's index files are removed, the `.cleaned` file
-//!    is renamed over `<base>.log` (atomic), the directory is fsync'ed, the new segment
-//!    replaces the old one in memory and its indexes are written. A crash leaves either
-//!    the old or the new log file; missing indexes are rebuilt by recovery's scan, and a
-//!    leftover `.cleaned` file is deleted at start-up ([`super::recovery`]).
+//!    sees a half state), it is renamed to `<base>.<end>.swap` and the directory
+//!    fsync'ed: the commit point, the name says which segments it replaces (base offsets
+//!    in `[base, end)`). Then the sources' index files and their other `.log` files are
+//!    removed, the swap file is renamed over `<base>.log`, the new segment replaces the
+//!    sources in memory and its indexes are written. Recovery ([`super::recovery`])
+//!    deletes a leftover `.cleaned` file (before the commit point: the sources are
+//!    intact) and finishes a leftover `.swap` the same way ([`complete_swaps`]); missing
+//!    indexes are rebuilt by its scan.
 //!
 //! Readers in flight keep the old segment's open file (and its read-ahead) until they
-//! finish. Control batches are kept as they are. Kafka merges small cleaned segments
-//! into one; here each segment is rewritten on its own.
+//! finish. Control batches are kept as they are.
 
 use std::collections::HashMap;
 use std::io;
@@ -285,18 +290,27 @@ impl PartitionLog {
         }
         let cleaned_up_to = cleanable[mapped_end - 1].next_offset.get();
         let mut done = Cleaned { cleaned_up_to, keys: map.latest.len(), ..Cleaned::default() };
-        for (i, seg) in cleanable[..mapped_end].iter().enumerate() {
-            let path = segment_path(&self.dir, seg.base_offset, "log");
-            let drop_tombstones = i < first_dirty
-                && now_ms.saturating_sub(modified_ms(&path)) > policy.delete_retention_ms;
-            if let Some((removed, after)) =
-                self.clean_segment(seg, &map, drop_tombstones, &mut throttle).await?
-            {
-                done.segments_rewritten += 1;
+        let live = self.live.get();
+        let mut start = 0;
+        while start < mapped_end {
+            let group = group_end(&cleanable[..mapped_end], start, live.segment_bytes);
+            let sources: Vec<Source> = cleanable[start..group]
+                .iter()
+                .enumerate()
+                .map(|(j, seg)| {
+                    let path = segment_path(&self.dir, seg.base_offset, "log");
+                    let drop_tombstones = start + j < first_dirty
+                        && now_ms.saturating_sub(modified_ms(&path)) > policy.delete_retention_ms;
+                    Source { seg: seg.clone(), drop_tombstones }
+                })
+                .collect();
+            if let Some((removed, after)) = self.clean_group(&sources, &map, &mut throttle).await? {
+                done.segments_rewritten += sources.len();
                 done.records_removed += removed;
-                done.bytes_before += seg.size.get();
+                done.bytes_before += sources.iter().map(|s| s.seg.size.get()).sum::<u64>();
                 done.bytes_after += after;
             }
+            start = group;
         }
         if self.closed.get() {
             return Ok(Some(done));
@@ -305,18 +319,21 @@ impl PartitionLog {
         Ok(Some(done))
     }
 
-    /// Rewrites `seg` without what `map` supersedes; see the module documentation.
-    /// Returns `(records removed, new size)`, or None when nothing changed (or the
-    /// segment left the log meanwhile).
-    async fn clean_segment(
+    /// Rewrites the consecutive segments `sources` as one segment (named by the first)
+    /// without what `map` supersedes; see the module documentation. Returns `(records
+    /// removed, new size)`, or None when a lone segment did not change (or a source left
+    /// the log meanwhile).
+    async fn clean_group(
         &self,
-        seg: &Rc<Segment>,
+        sources: &[Source],
         map: &OffsetMap,
-        drop_tombstones: bool,
         throttle: &mut Throttle,
     ) -> io::Result<Option<(u64, u64)>> {
-        let tmp = segment_path(&self.dir, seg.base_offset, "log.cleaned");
-        let result = self.write_cleaned(seg, &tmp, map, drop_tombstones, throttle).await;
+        let first = &sources[0].seg;
+        let last = &sources[sources.len() - 1].seg;
+        let (base, end) = (first.base_offset, last.next_offset.get());
+        let tmp = segment_path(&self.dir, base, "log.cleaned");
+        let result = self.write_cleaned(sources, &tmp, map, throttle).await;
         let (removed, size, headers) = match result {
             Ok(Some(r)) => r,
             Ok(None) => {
@@ -336,41 +353,48 @@ impl PartitionLog {
                 return Err(e.into());
             }
         };
-        let new = Segment::from_file(&self.dir, seg.base_offset, file, size);
+        let new = Segment::from_file(&self.dir, base, file, size);
         let interval = self.live.get().index_interval_bytes;
         for (pos, h) in &headers {
             new.note_batch(*pos, h, interval);
         }
-        new.next_offset.set(seg.next_offset.get());
+        new.next_offset.set(end);
         new.finish_time_index();
         // From here to the swap in memory: no await.
-        let at = self.segments.borrow().iter().position(|s| Rc::ptr_eq(s, seg));
-        let Some(at) = at.filter(|_| !self.closed.get()) else {
+        let at = {
+            let segs = self.segments.borrow();
+            let at = segs.iter().position(|s| Rc::ptr_eq(s, first));
+            at.filter(|&at| {
+                !self.closed.get()
+                    && segs.len() > at + sources.len()
+                    && sources.iter().zip(&segs[at..]).all(|(src, s)| Rc::ptr_eq(&src.seg, s))
+            })
+        };
+        let Some(at) = at else {
             let _ = std::fs::remove_file(&tmp);
             return Ok(None);
         };
-        self.cache.borrow_mut().evict_range(self.cache_id, seg.base_offset, seg.next_offset.get());
-        for ext in ["index", "timeindex"] {
-            match std::fs::remove_file(segment_path(&self.dir, seg.base_offset, ext)) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-                _ => {}
-            }
-        }
+        self.cache.borrow_mut().evict_range(self.cache_id, base, end);
+        let bases: Vec<i64> = sources.iter().map(|s| s.seg.base_offset).collect();
         if size == 0 && at > 0 {
-            // Nothing left: the segment goes (its offsets become a gap at the end of the
-            // one before). The first segment stays, empty, to keep the log start offset.
+            // Nothing left: the segments go (their offsets become a gap at the end of the
+            // one before). The first segment of the log stays, empty, to keep the log
+            // start offset.
             drop(new);
             std::fs::remove_file(&tmp)?;
-            std::fs::remove_file(segment_path(&self.dir, seg.base_offset, "log"))?;
+            remove_segment_files(&self.dir, &bases, None)?;
             let mut segs = self.segments.borrow_mut();
-            segs.remove(at);
-            segs[at - 1].next_offset.set(seg.next_offset.get());
+            segs.drain(at..at + sources.len());
+            segs[at - 1].next_offset.set(end);
             return Ok(Some((removed, 0)));
         }
-        std::fs::rename(&tmp, segment_path(&self.dir, seg.base_offset, "log"))?;
+        // The commit point: a complete swap file names the range it replaces.
+        let swap = swap_path(&self.dir, base, end);
+        std::fs::rename(&tmp, &swap)?;
         std::fs::File::open(&self.dir)?.sync_all()?;
+        finish_swap(&self.dir, &swap, base, &bases)?;
         let new = Rc::new(new);
-        self.segments.borrow_mut()[at] = new.clone();
+        self.segments.borrow_mut().splice(at..at + sources.len(), [new.clone()]);
         let max_ts = self.segments.borrow().iter().filter_map(|s| s.max_ts.get()).reduce(|a, b| {
             if b.0 > a.0 {
                 b
@@ -383,16 +407,15 @@ impl PartitionLog {
         Ok(Some((removed, size)))
     }
 
-    /// Writes the cleaned copy of `seg` to `tmp` (fdatasync'ed). Returns `(records
-    /// removed, size, (position, header) of every batch written)`, or None when every
-    /// batch stays as it is.
+    /// Writes the cleaned copy of `sources`, one after the other, to `tmp`
+    /// (fdatasync'ed). Returns `(records removed, size, (position, header) of every
+    /// batch written)`, or None when a lone source stays as it is.
     #[allow(clippy::type_complexity)]
     async fn write_cleaned(
         &self,
-        seg: &Segment,
+        sources: &[Source],
         tmp: &Path,
         map: &OffsetMap,
-        drop_tombstones: bool,
         throttle: &mut Throttle,
     ) -> io::Result<Option<(u64, u64, Vec<(u64, RecordBatchHeader)>)>> {
         let file = OpenOptions::new()
@@ -409,60 +432,60 @@ impl PartitionLog {
         let mut written = 0u64;
         let mut headers = Vec::new();
         let mut removed = 0u64;
-        let mut changed = false;
+        let mut changed = sources.len() > 1;
         let mut pending_error = None;
-        let mut pos = 0u64;
-        let mut end = seg.size.get();
-        let mut want = CHUNK;
-        loop {
-            let chunk = seg.scan_chunk(pos, want, &mut end).await?;
-            for (at, h) in &chunk.batches {
-                let bytes = &chunk.data[*at..*at + h.total_size()];
-                match self.clean_batch(h, bytes, map, drop_tombstones) {
-                    Ok(Kept::Whole) => {
-                        headers.push((written + out.len() as u64, *h));
-                        out.extend_from_slice(bytes);
-                    }
-                    Ok(Kept::Rebuilt(b, n)) => {
-                        let nh =
-                            RecordBatchHeader::parse(&b).map_err(|e| invalid(e.to_string()))?;
-                        headers.push((written + out.len() as u64, nh));
-                        out.extend_from_slice(&b);
-                        removed += n;
-                        changed = true;
-                    }
-                    Ok(Kept::Nothing(n)) => {
-                        removed += n;
-                        changed = true;
-                    }
-                    Err(e) => {
-                        pending_error = Some(e);
-                        break;
+        'sources: for source in sources {
+            let (seg, drop_tombstones) = (&source.seg, source.drop_tombstones);
+            let mut pos = 0u64;
+            let mut end = seg.size.get();
+            let mut want = CHUNK;
+            loop {
+                let chunk = seg.scan_chunk(pos, want, &mut end).await?;
+                for (at, h) in &chunk.batches {
+                    let bytes = &chunk.data[*at..*at + h.total_size()];
+                    match self.clean_batch(h, bytes, map, drop_tombstones) {
+                        Ok(Kept::Whole) => {
+                            headers.push((written + out.len() as u64, *h));
+                            out.extend_from_slice(bytes);
+                        }
+                        Ok(Kept::Rebuilt(b, n)) => {
+                            let nh =
+                                RecordBatchHeader::parse(&b).map_err(|e| invalid(e.to_string()))?;
+                            headers.push((written + out.len() as u64, nh));
+                            out.extend_from_slice(&b);
+                            removed += n;
+                            changed = true;
+                        }
+                        Ok(Kept::Nothing(n)) => {
+                            removed += n;
+                            changed = true;
+                        }
+                        Err(e) => {
+                            pending_error = Some(e);
+                            break 'sources;
+                        }
                     }
                 }
-            }
-            if pending_error.is_some() {
-                break;
-            }
-            if !out.is_empty() {
-                writer.write_all(&out).await?;
-                written += out.len() as u64;
-                throttle.account(out.len()).await;
-                out.clear();
-            }
-            throttle.account(chunk.data.len()).await;
-            glommio::yield_if_needed().await;
-            pos += chunk.consumed as u64;
-            match chunk.stop {
-                ScanStop::NeedMore { need } => want = need.max(CHUNK),
-                ScanStop::End => break,
-                stop => {
-                    pending_error = Some(invalid(format!(
-                        "segment {} of {} is damaged at byte {pos}: {stop}",
-                        seg.base_offset,
-                        seg.dir.display()
-                    )));
-                    break;
+                if !out.is_empty() {
+                    writer.write_all(&out).await?;
+                    written += out.len() as u64;
+                    throttle.account(out.len()).await;
+                    out.clear();
+                }
+                throttle.account(chunk.data.len()).await;
+                glommio::yield_if_needed().await;
+                pos += chunk.consumed as u64;
+                match chunk.stop {
+                    ScanStop::NeedMore { need } => want = need.max(CHUNK),
+                    ScanStop::End => break,
+                    stop => {
+                        pending_error = Some(invalid(format!(
+                            "segment {} of {} is damaged at byte {pos}: {stop}",
+                            seg.base_offset,
+                            seg.dir.display()
+                        )));
+                        break 'sources;
+                    }
                 }
             }
         }
@@ -517,6 +540,89 @@ impl PartitionLog {
         }
         Ok(Kept::Nothing(removed))
     }
+}
+
+/// One segment of a group being cleaned.
+struct Source {
+    seg: Rc<Segment>,
+    /// Its tombstones go (it has been clean for `delete.retention.ms`).
+    drop_tombstones: bool,
+}
+
+/// End (exclusive index) of the group of segments starting at `segs[start]` that are
+/// cleaned into one: consecutive segments whose sizes add up to at most
+/// `segment_bytes` and whose offsets span at most `u32::MAX` (index entries are
+/// relative), at least one (Kafka's `LogCleaner.groupSegmentsBySize`).
+fn group_end(segs: &[Rc<Segment>], start: usize, segment_bytes: u64) -> usize {
+    let base = segs[start].base_offset;
+    let mut size = segs[start].size.get();
+    let mut end = start + 1;
+    while end < segs.len() {
+        let next = &segs[end];
+        if size + next.size.get() > segment_bytes || next.next_offset.get() - base > u32::MAX as i64
+        {
+            break;
+        }
+        size += next.size.get();
+        end += 1;
+    }
+    end
+}
+
+/// `<dir>/<base:020>.<end:020>.swap`: a complete cleaned segment replacing the segments
+/// with base offsets in `[base, end)`.
+fn swap_path(dir: &Path, base: i64, end: i64) -> std::path::PathBuf {
+    dir.join(format!("{base:020}.{end:020}.swap"))
+}
+
+/// Removes the index files of the segments based at `bases`, and their `.log` files
+/// except the one based at `keep`.
+fn remove_segment_files(dir: &Path, bases: &[i64], keep: Option<i64>) -> io::Result<()> {
+    for &b in bases {
+        for ext in ["index", "timeindex"] {
+            remove_if_exists(&segment_path(dir, b, ext))?;
+        }
+    }
+    for &b in bases.iter().filter(|&&b| Some(b) != keep) {
+        remove_if_exists(&segment_path(dir, b, "log"))?;
+    }
+    Ok(())
+}
+
+fn remove_if_exists(path: &Path) -> io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Puts the swap file `swap` (based at `base`) in place of the segments based at
+/// `bases`: their index files and the other `.log` files go, then the swap file is
+/// renamed over `<base>.log` and the directory fsync'ed. Also what recovery does with a
+/// swap file a crash left (see [`complete_swaps`]).
+fn finish_swap(dir: &Path, swap: &Path, base: i64, bases: &[i64]) -> io::Result<()> {
+    remove_segment_files(dir, bases, Some(base))?;
+    std::fs::rename(swap, segment_path(dir, base, "log"))?;
+    std::fs::File::open(dir)?.sync_all()
+}
+
+/// Start-up: finishes every swap a crash left between its commit point and its
+/// rename (the `.log` files in the swap's range are replaced by it). Returns how many.
+pub fn complete_swaps(dir: &Path, segment_bases: &[i64]) -> io::Result<usize> {
+    let mut done = 0;
+    for e in std::fs::read_dir(dir)? {
+        let path = e?.path();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else { continue };
+        let Some(stem) = name.strip_suffix(".swap") else { continue };
+        let Some((b, e)) = stem.split_once('.') else { continue };
+        let (Ok(base), Ok(end)) = (b.parse::<i64>(), e.parse::<i64>()) else { continue };
+        let bases: Vec<i64> =
+            segment_bases.iter().copied().filter(|&s| s >= base && s < end).collect();
+        tracing::info!(file = %path.display(), replaced = ?bases, "finishing an interrupted compaction swap");
+        finish_swap(dir, &path, base, &bases)?;
+        done += 1;
+    }
+    Ok(done)
 }
 
 /// The cleaner's verdict on one batch.

@@ -362,3 +362,75 @@ fn a_crash_between_the_rename_and_the_new_indexes_is_recovered_by_a_scan() {
         log.close().await.unwrap();
     });
 }
+
+/// Base offsets of the `.log` files in `dir`.
+fn log_files(dir: &Path) -> Vec<i64> {
+    recovery::list_segments(dir).unwrap()
+}
+
+#[test]
+fn small_cleaned_segments_are_merged_into_one() {
+    run(|dir| async move {
+        let log = sixty(&dir).await;
+        let (policy, limits) = (CompactionPolicy::default(), CleanerLimits::default());
+        log.compact(&policy, &limits, NOW, FORCE).await.unwrap().unwrap();
+        let after_first = log.segments.borrow().len();
+        let before = contents(&log).await;
+        // The cleaned segments are small now; the next pass merges them.
+        for i in 60..70 {
+            let (key, value) = (format!("k{}", i % 5), format!("v{i}"));
+            let b = keyed(
+                &[(Some(key.as_str()), Some(value.as_str()))],
+                2_000 + i,
+                -1,
+                -1,
+                Compression::None,
+            );
+            log.append(b, 0).await.unwrap();
+        }
+        seal(&log).await;
+        log.compact(&policy, &limits, NOW, FORCE).await.unwrap().unwrap();
+        let bases: Vec<i64> = log.segments.borrow().iter().map(|s| s.base_offset).collect();
+        assert_eq!(bases.len(), 2, "one cleaned segment and the active one, not {after_first}+");
+        assert_eq!(bases[0], 0);
+        assert_eq!(log_files(&dir), bases);
+        let got = contents(&log).await;
+        let expected: Vec<Row> =
+            (65..70).map(|o| row(o, &format!("k{}", o % 5), Some(&format!("v{o}")))).collect();
+        assert_eq!(got, expected);
+        assert!(before.len() > got.len());
+        // The merged segment's indexes are on disk and trusted after a restart.
+        log.close().await.unwrap();
+        let log = PartitionLog::open(dir.clone(), compact_cfg()).await.unwrap();
+        assert_eq!(contents(&log).await, expected);
+        assert_eq!(log.segments.borrow()[0].next_offset.get(), 70);
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
+fn a_crash_after_the_swap_commit_point_is_finished_at_start_up() {
+    run(|dir| async move {
+        let log = sixty(&dir).await;
+        let before = contents(&log).await;
+        let bases: Vec<(i64, i64)> =
+            log.segments.borrow().iter().map(|s| (s.base_offset, s.next_offset.get())).collect();
+        assert!(bases.len() >= 4);
+        log.close().await.unwrap();
+        // A pass merged the first two segments, committed (renamed to .swap) and died
+        // before removing the sources.
+        let seg = |b: i64| dir.join(format!("{b:020}.log"));
+        let mut merged = std::fs::read(seg(bases[0].0)).unwrap();
+        merged.extend(std::fs::read(seg(bases[1].0)).unwrap());
+        let swap = dir.join(format!("{:020}.{:020}.swap", bases[0].0, bases[1].1));
+        std::fs::write(&swap, &merged).unwrap();
+        let log = PartitionLog::open(dir.clone(), compact_cfg()).await.unwrap();
+        assert!(!swap.exists());
+        let now: Vec<i64> = log.segments.borrow().iter().map(|s| s.base_offset).collect();
+        let want: Vec<i64> = bases.iter().map(|b| b.0).filter(|&b| b != bases[1].0).collect();
+        assert_eq!(now, want);
+        assert_eq!(log_files(&dir), want);
+        assert_eq!(contents(&log).await, before);
+        log.close().await.unwrap();
+    });
+}

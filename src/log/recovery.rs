@@ -103,6 +103,8 @@ pub async fn recover(dir: &Path, interval: u64) -> io::Result<Recovered> {
     std::fs::create_dir_all(dir)?;
     super::segment::probe_dma_device(dir).await?;
     remove_unfinished_cleaning(dir)?;
+    // A swapped-in segment has no index files yet: the scan below rebuilds them.
+    super::cleaner::complete_swaps(dir, &list_segments(dir)?)?;
     let bases = list_segments(dir)?;
     let mut segments: Vec<Rc<Segment>> = Vec::with_capacity(bases.len().max(1));
     if bases.is_empty() {
