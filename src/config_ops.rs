@@ -58,6 +58,51 @@ pub fn apply(
     current: &BTreeMap<String, String>,
     change: &ConfigChange,
 ) -> Result<BTreeMap<String, String>, CatalogError> {
+    apply_to(&TOPIC, current, change)
+}
+
+/// What a kind of resource accepts: its config names, their validation, defaults and
+/// list configs.
+pub struct Schema {
+    /// Whether a name is known (IncrementalAlterConfigs refuses others up front).
+    pub known: fn(&str) -> bool,
+    /// Checks one final value (Kafka error for the whole resource if it fails).
+    pub validate: fn(&str, Option<&str>) -> Result<(), CatalogError>,
+    /// The value APPEND / SUBTRACT start from when nothing is set.
+    pub default: fn(&str) -> Option<String>,
+    /// Whether APPEND / SUBTRACT apply.
+    pub is_list: fn(&str) -> bool,
+    /// "topic" or "broker", for messages.
+    pub kind: &'static str,
+}
+
+/// Topic configs.
+pub const TOPIC: Schema = Schema {
+    known: |n| topic_config::names().any(|k| k == n),
+    validate: |n, v| topic_config::validate(n, v).map_err(CatalogError::InvalidConfig),
+    default: topic_config::static_default,
+    is_list: |n| LIST_CONFIGS.contains(&n),
+    kind: "topic",
+};
+
+/// Dynamic broker configs ([`crate::broker_config`]).
+pub const BROKER: Schema = Schema {
+    known: |n| {
+        crate::broker_config::dynamic_names().contains(&n)
+            || crate::broker_config::READ_ONLY.contains(&n)
+    },
+    validate: crate::broker_config::validate,
+    default: |n| crate::broker_config::topic_synonym(n).and_then(topic_config::static_default),
+    is_list: crate::broker_config::is_list,
+    kind: "broker",
+};
+
+/// [`apply`] for the resource kind `schema` describes.
+pub fn apply_to(
+    schema: &Schema,
+    current: &BTreeMap<String, String>,
+    change: &ConfigChange,
+) -> Result<BTreeMap<String, String>, CatalogError> {
     let names: Vec<&str> = match change {
         ConfigChange::Incremental(ops) => ops.iter().map(|(n, _, _)| n.as_str()).collect(),
         ConfigChange::Replace(entries) => entries.iter().map(|(n, _)| n.as_str()).collect(),
@@ -81,9 +126,10 @@ pub fn apply(
         }
         ConfigChange::Incremental(ops) => {
             for (name, op, value) in ops {
-                if !topic_config::names().any(|n| n == name) {
+                if !(schema.known)(name) {
                     return Err(CatalogError::InvalidConfig(format!(
-                        "Unknown topic config name: {name}"
+                        "Unknown {} config name: {name}",
+                        schema.kind
                     )));
                 }
                 if *op == OpType::Delete {
@@ -95,18 +141,15 @@ pub fn apply(
                     next.insert(name.clone(), value.clone());
                     continue;
                 }
-                if !LIST_CONFIGS.contains(&name.as_str()) {
+                if !(schema.is_list)(name) {
                     let verb = if *op == OpType::Append { "append" } else { "subtract" };
                     return Err(CatalogError::InvalidConfig(format!(
                         "Config value {verb} is not allowed for config key: {name}"
                     )));
                 }
                 // The list in force: the override, else the default.
-                let old = next
-                    .get(name)
-                    .cloned()
-                    .or_else(|| topic_config::static_default(name))
-                    .unwrap_or_default();
+                let old =
+                    next.get(name).cloned().or_else(|| (schema.default)(name)).unwrap_or_default();
                 let mut list: Vec<String> = split(&old);
                 if *op == OpType::Append {
                     for v in split(value) {
@@ -123,7 +166,7 @@ pub fn apply(
         }
     }
     for (name, value) in &next {
-        topic_config::validate(name, Some(value)).map_err(CatalogError::InvalidConfig)?;
+        (schema.validate)(name, Some(value))?;
     }
     Ok(next)
 }

@@ -16,6 +16,7 @@
 //! | [`coordinator`] | the consumer group coordinator, a pure state machine; its records in Kafka's `__consumer_offsets` schemas; KIP-848 topic regexes |
 //! | [`metadata`] | the topic catalog: names, ids, partitions, placement, the internal topic `__consumer_offsets` and how groups map to it; persisted |
 //! | [`topic_config`] | topic config names, defaults, validation, resolved values |
+//! | [`broker_config`] | dynamic broker configs (KIP-226): which can change, validation, the layered broker defaults |
 //! | [`config_ops`] | what AlterConfigs / IncrementalAlterConfigs do to a topic's overrides (pure) |
 //! | [`error`] | Kafka error codes (`ResponseError`) and internal errors' mapping |
 //! | [`clock`] | the wall clock in ms |
@@ -40,6 +41,7 @@
 //!   machine fed with requests and the current time; the batch scan used by recovery
 //!   works on a byte slice.
 
+pub mod broker_config;
 pub mod clock;
 pub mod config;
 pub mod config_ops;

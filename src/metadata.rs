@@ -83,6 +83,12 @@ pub struct Catalog {
     /// catalogs written before the choice existed).
     #[serde(default)]
     pub offsets_placement: Option<OffsetsPlacement>,
+    /// Dynamic broker configs set for this node (KIP-226; [`crate::broker_config`]).
+    #[serde(default)]
+    pub broker_node_configs: BTreeMap<String, String>,
+    /// Dynamic broker configs set as the cluster default (resource name "").
+    #[serde(default)]
+    pub broker_default_configs: BTreeMap<String, String>,
 }
 
 /// How a group id maps to its offsets partition (= `__consumer_offsets` partition).
@@ -168,6 +174,8 @@ impl Catalog {
                 cluster_id: cluster_id_from(Uuid::new_v4()),
                 version: 0,
                 offsets_placement: None,
+                broker_node_configs: BTreeMap::new(),
+                broker_default_configs: BTreeMap::new(),
             }),
             Err(e) => Err(e),
         }

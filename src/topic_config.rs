@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::broker_config::BrokerDefaults;
 use crate::config::Config;
 use crate::log::cleaner::CompactionPolicy;
 use crate::log::retention::RetentionPolicy;
@@ -53,7 +54,18 @@ pub fn names() -> impl Iterator<Item = &'static str> {
     KNOWN.iter().map(|(n, _)| *n)
 }
 
-/// The value a topic gets for `name` when it sets none (the broker default).
+/// The value a topic gets for `name` when it sets none, and its DescribeConfigs
+/// source: the broker config it defaults to if set dynamically (this node's, then the
+/// cluster default), else the flag or Kafka's default (DEFAULT_CONFIG, 5).
+pub fn default_with_source(name: &str, broker: &BrokerDefaults) -> (Option<String>, i8) {
+    if let Some((v, source)) = broker_synonym(name).and_then(|b| broker.dynamic(b)) {
+        return (Some(v.to_string()), source);
+    }
+    (default_value(name, broker.config), 5)
+}
+
+/// The value a topic gets for `name` from the flags or Kafka's defaults (what it gets
+/// when neither the topic nor a dynamic broker config sets it).
 pub fn default_value(name: &str, config: &Config) -> Option<String> {
     match name {
         "max.message.bytes" => Some(config.max_message_bytes.to_string()),
@@ -226,9 +238,15 @@ pub struct EffectiveTopicConfig {
 }
 
 impl EffectiveTopicConfig {
-    /// Resolves `overrides` (already validated) over the broker's flags.
-    pub fn resolve(overrides: &BTreeMap<String, String>, config: &Config) -> Self {
-        let get = |k: &str| overrides.get(k).map(|v| v.trim());
+    /// Resolves `overrides` (already validated) over the broker defaults: dynamic
+    /// broker configs, then the flags.
+    pub fn resolve(overrides: &BTreeMap<String, String>, broker: &BrokerDefaults) -> Self {
+        let config = broker.config;
+        let get = |k: &str| {
+            overrides.get(k).map(|v| v.trim()).or_else(|| {
+                broker_synonym(k).and_then(|b| broker.dynamic(b)).map(|(v, _)| v.trim())
+            })
+        };
         EffectiveTopicConfig {
             max_message_bytes: get("max.message.bytes")
                 .and_then(|v| v.parse().ok())
@@ -330,9 +348,35 @@ mod tests {
         let mut o = BTreeMap::new();
         o.insert("max.message.bytes".to_string(), "2048".to_string());
         o.insert("message.timestamp.type".to_string(), "LogAppendTime".to_string());
-        let e = EffectiveTopicConfig::resolve(&o, &config);
+        let e = EffectiveTopicConfig::resolve(&o, &BrokerDefaults::flags(&config));
         assert_eq!(e.max_message_bytes, 2048);
         assert_eq!(e.segment_bytes, 1 << 30);
         assert!(e.log_append_time);
+    }
+
+    #[test]
+    fn dynamic_broker_configs_sit_between_topic_overrides_and_flags() {
+        use clap::Parser;
+        let config = Config::parse_from(["shardlog"]);
+        let map = |e: &[(&str, &str)]| -> BTreeMap<String, String> {
+            e.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        let node = map(&[("log.retention.ms", "1000")]);
+        let cluster = map(&[
+            ("log.retention.ms", "2000"),
+            ("log.segment.bytes", "4096"),
+            ("log.cleanup.policy", "compact"),
+        ]);
+        let broker = BrokerDefaults { config: &config, node: &node, cluster: &cluster };
+        let e = EffectiveTopicConfig::resolve(&BTreeMap::new(), &broker);
+        assert_eq!((e.retention.retention_ms, e.segment_bytes), (1000, 4096));
+        assert!(e.compaction.is_some() && !e.retention.delete);
+        let o = map(&[("retention.ms", "5"), ("cleanup.policy", "delete")]);
+        let e = EffectiveTopicConfig::resolve(&o, &broker);
+        assert_eq!(e.retention.retention_ms, 5);
+        assert!(e.compaction.is_none() && e.retention.delete);
+        assert_eq!(default_with_source("retention.ms", &broker), (Some("1000".into()), 2));
+        assert_eq!(default_with_source("segment.bytes", &broker), (Some("4096".into()), 3));
+        assert_eq!(default_with_source("segment.ms", &broker), (Some("604800000".into()), 5));
     }
 }

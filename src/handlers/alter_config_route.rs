@@ -2,12 +2,11 @@
 //! resource into a topic change for the control shard or an answer given here, and
 //! collecting the answers in request order.
 //!
-//! Topics (resource type 2) change in the catalog (`shard::control`), persisted and
-//! applied live by every shard. The broker (type 4, this node's id or "" for the
-//! cluster default) has no dynamic configs in shardlog: a change that only deletes
-//! succeeds (nothing was set, as deleting an unset config does in Kafka), any other
-//! gets INVALID_CONFIG. Other resource types, and every copy of a resource the request
-//! names twice, get INVALID_REQUEST.
+//! Topics (resource type 2) and the broker's dynamic configs (type 4: this node's id,
+//! or "" for the cluster default; [`crate::broker_config`]) change in the catalog
+//! (`shard::control`), persisted and applied live by every shard. Another broker id,
+//! other resource types, and every copy of a resource the request names twice get
+//! INVALID_REQUEST.
 
 use kafka_protocol::protocol::StrBytes;
 
@@ -15,6 +14,7 @@ use super::{Ctx, Deferred};
 use crate::config_ops::ConfigChange;
 use crate::error::ResponseError;
 use crate::metadata::CatalogError;
+use crate::shard::messages::ConfigTarget;
 use crate::shard::ControlRequest;
 
 /// Kafka's `ConfigResource.Type` codes that shardlog serves (kafka-protocol keeps them as
@@ -54,10 +54,22 @@ pub async fn route(
             _ if duplicate => Some(Err(CatalogError::InvalidRequest("Duplicate resource.".into()))),
             (Err(e), _) => Some(Err(e.clone())),
             (Ok(change), RESOURCE_TOPIC) => {
-                changes.push((r.name.to_string(), change.clone()));
+                changes.push((ConfigTarget::Topic(r.name.to_string()), change.clone()));
                 None
             }
-            (Ok(change), RESOURCE_BROKER) => Some(broker_change(r.name.as_str(), &node, change)),
+            (Ok(change), RESOURCE_BROKER) => match r.name.as_str() {
+                "" => {
+                    changes.push((ConfigTarget::BrokerDefault, change.clone()));
+                    None
+                }
+                name if name == node => {
+                    changes.push((ConfigTarget::Broker, change.clone()));
+                    None
+                }
+                name => Some(Err(CatalogError::InvalidRequest(format!(
+                    "Unexpected broker id, expected {node} or empty string, but received {name}"
+                )))),
+            },
             (Ok(_), t) => Some(Err(CatalogError::InvalidRequest(format!(
                 "Unsupported resource type {t} for config changes"
             )))),
@@ -69,11 +81,7 @@ pub async fn route(
     } else {
         Some(
             ctx.shard
-                .ask_control(|reply| ControlRequest::AlterTopicConfigs {
-                    changes,
-                    validate_only,
-                    reply,
-                })
+                .ask_control(|reply| ControlRequest::AlterConfigs { changes, validate_only, reply })
                 .await,
         )
     };
@@ -103,25 +111,4 @@ pub async fn route(
             .collect();
         Some(answers)
     })
-}
-
-/// A change to the broker's configs: only deletions (no-ops) are accepted.
-fn broker_change(name: &str, node: &str, change: &ConfigChange) -> Result<(), CatalogError> {
-    if !name.is_empty() && name != node {
-        return Err(CatalogError::InvalidRequest(format!("Unexpected broker id {name}")));
-    }
-    let set: Vec<&str> = match change {
-        ConfigChange::Incremental(ops) => ops
-            .iter()
-            .filter(|(_, op, _)| *op != crate::config_ops::OpType::Delete)
-            .map(|(n, _, _)| n.as_str())
-            .collect(),
-        ConfigChange::Replace(entries) => entries.iter().map(|(n, _)| n.as_str()).collect(),
-    };
-    match set.first() {
-        None => Ok(()),
-        Some(n) => Err(CatalogError::InvalidConfig(format!(
-            "Dynamic broker configs are not supported: {n} can only be set by a flag at start-up"
-        ))),
-    }
 }

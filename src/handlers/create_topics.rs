@@ -9,7 +9,7 @@ use kafka_protocol::messages::create_topics_response::{
 use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 
 use super::{Ctx, Outcome, Versions};
-use crate::config::Config;
+use crate::broker_config::BrokerDefaults;
 use crate::error::ResponseError;
 use crate::metadata::TopicMeta;
 use crate::protocol::strings::{sb, topic_name};
@@ -109,17 +109,20 @@ pub async fn handle(ctx: &Ctx, request: CreateTopicsRequest) -> Outcome<CreateTo
         )
     };
     let config = ctx.shard.config.clone();
+    let shard = ctx.shard.clone();
     Outcome::serial(async move {
         let answers = match created {
             Some(rx) => rx.await.unwrap_or_default(),
             None => Vec::new(),
         };
         let mut created = asked.iter().zip(answers);
+        let catalog = shard.catalog();
+        let broker = BrokerDefaults::of(&config, &catalog);
         let topics = results
             .into_iter()
             .map(|r| {
                 r.unwrap_or_else(|| match created.next() {
-                    Some((new, Ok(meta))) => ok_result(&config, v, new, &meta, validate_only),
+                    Some((new, Ok(meta))) => ok_result(&broker, v, new, &meta, validate_only),
                     Some((new, Err(e))) => {
                         error_result(&new.name, e.error(), e.message().to_string(), v)
                     }
@@ -155,7 +158,7 @@ fn error_result(
 }
 
 fn ok_result(
-    config: &Config,
+    broker: &BrokerDefaults,
     version: i16,
     new: &NewTopic,
     meta: &TopicMeta,
@@ -170,7 +173,7 @@ fn ok_result(
                 .map(|n| {
                     let (value, source) = match new.configs.get(n) {
                         Some(v) => (Some(v.clone()), 1),                     // TOPIC_CONFIG
-                        None => (topic_config::default_value(n, config), 5), // DEFAULT_CONFIG
+                        None => topic_config::default_with_source(n, broker),
                     };
                     CreatableTopicConfigs::default()
                         .with_name(sb(n))

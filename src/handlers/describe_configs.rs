@@ -10,6 +10,7 @@ use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 
 use super::alter_config_route::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use super::{Ctx, Outcome, Versions};
+use crate::broker_config::{self, BrokerDefaults, SOURCE_DYNAMIC_BROKER, SOURCE_DYNAMIC_DEFAULT};
 use crate::error::ResponseError;
 use crate::protocol::strings::sb;
 use crate::topic_config;
@@ -27,6 +28,8 @@ pub async fn handle(
     request: DescribeConfigsRequest,
 ) -> Outcome<DescribeConfigsResponse> {
     let include_synonyms = ctx.api_version >= 1 && request.include_synonyms;
+    let catalog = ctx.shard.catalog();
+    let broker = BrokerDefaults::of(&ctx.shard.config, &catalog);
     let results = request
         .resources
         .iter()
@@ -35,15 +38,14 @@ pub async fn handle(
                 .with_resource_type(res.resource_type)
                 .with_resource_name(res.resource_name.clone());
             let entries: Vec<(String, Option<String>, i8)> = match res.resource_type {
-                RESOURCE_TOPIC => match ctx.shard.catalog().topic(res.resource_name.as_str()) {
+                RESOURCE_TOPIC => match catalog.topic(res.resource_name.as_str()) {
                     Some(meta) => topic_config::names()
                         .map(|n| match meta.configs.get(n) {
                             Some(v) => (n.to_string(), Some(v.clone()), SOURCE_TOPIC_CONFIG),
-                            None => (
-                                n.to_string(),
-                                topic_config::default_value(n, &ctx.shard.config),
-                                SOURCE_DEFAULT_CONFIG,
-                            ),
+                            None => {
+                                let (v, source) = topic_config::default_with_source(n, &broker);
+                                (n.to_string(), v, source)
+                            }
                         })
                         .collect(),
                     None => {
@@ -54,12 +56,21 @@ pub async fn handle(
                 },
                 RESOURCE_BROKER => {
                     let name = res.resource_name.as_str();
-                    if !name.is_empty() && name != ctx.shard.config.node_id.to_string() {
+                    if name.is_empty() {
+                        // The cluster default: only what is set there (Kafka's
+                        // `ConfigHelper` for the default broker resource).
+                        catalog
+                            .broker_default_configs
+                            .iter()
+                            .map(|(k, v)| (k.clone(), Some(v.clone()), SOURCE_DYNAMIC_DEFAULT))
+                            .collect()
+                    } else if name != ctx.shard.config.node_id.to_string() {
                         return out
                             .with_error_code(ResponseError::InvalidRequest.code())
                             .with_error_message(Some(sb("Unexpected broker id")));
+                    } else {
+                        broker_configs(ctx, &broker)
                     }
-                    broker_configs(ctx)
                 }
                 _ => {
                     return out
@@ -82,7 +93,7 @@ pub async fn handle(
                         e.config_type = config_type(&n);
                     }
                     if include_synonyms {
-                        e.synonyms = synonyms(ctx, res.resource_type, &n, e.value.as_ref(), source);
+                        e.synonyms = synonyms(&broker, res.resource_type, &n, e.value.as_ref(), source);
                     }
                     e
                 })
@@ -94,106 +105,112 @@ pub async fn handle(
 }
 
 /// The sources of a config's value, highest precedence first (KIP-226): a topic
-/// override (DYNAMIC_TOPIC_CONFIG) before the broker config it overrides, which is
-/// given with its default; a broker config is its own only synonym.
+/// override (DYNAMIC_TOPIC_CONFIG), then the broker config it defaults to as set for
+/// this node (DYNAMIC_BROKER_CONFIG), as the cluster default
+/// (DYNAMIC_DEFAULT_BROKER_CONFIG), and from the flags or Kafka's default. A broker
+/// config lists the same layers under its own name.
 fn synonyms(
-    ctx: &Ctx,
+    broker: &BrokerDefaults,
     resource_type: i8,
     name: &str,
     value: Option<&kafka_protocol::protocol::StrBytes>,
     source: i8,
 ) -> Vec<DescribeConfigsSynonym> {
-    let entry = |n: &str, v: Option<kafka_protocol::protocol::StrBytes>, s: i8| {
-        DescribeConfigsSynonym::default().with_name(sb(n)).with_value(v).with_source(s)
+    let entry = |n: &str, v: Option<String>, s: i8| {
+        DescribeConfigsSynonym::default().with_name(sb(n)).with_value(v.map(|v| sb(&v))).with_source(s)
     };
-    if resource_type != RESOURCE_TOPIC {
-        return vec![entry(name, value.cloned(), source)];
-    }
     let mut out = Vec::new();
-    if source == SOURCE_TOPIC_CONFIG {
-        out.push(entry(name, value.cloned(), source));
+    let (broker_name, topic_name) = if resource_type == RESOURCE_TOPIC {
+        if source == SOURCE_TOPIC_CONFIG {
+            out.push(entry(name, value.map(|v| v.to_string()), source));
+        }
+        let Some(b) = topic_config::broker_synonym(name) else { return out };
+        (b, Some(name))
+    } else {
+        (name, broker_config::topic_synonym(name))
+    };
+    let node = broker.node.get(broker_name);
+    let cluster = broker.cluster.get(broker_name);
+    if let Some(v) = node {
+        out.push(entry(broker_name, Some(v.clone()), SOURCE_DYNAMIC_BROKER));
     }
-    if let Some(broker_name) = topic_config::broker_synonym(name) {
-        let default = topic_config::default_value(name, &ctx.shard.config);
-        out.push(entry(broker_name, default.map(|v| sb(&v)), SOURCE_DEFAULT_CONFIG));
+    if let Some(v) = cluster {
+        out.push(entry(broker_name, Some(v.clone()), SOURCE_DYNAMIC_DEFAULT));
+    }
+    match topic_name {
+        Some(t) => out.push(entry(
+            broker_name,
+            topic_config::default_value(t, broker.config),
+            SOURCE_DEFAULT_CONFIG,
+        )),
+        None if resource_type != RESOURCE_TOPIC => {
+            if let Some(v) = flag_value(name, broker.config) {
+                out.push(entry(name, Some(v), SOURCE_STATIC_BROKER_CONFIG));
+            } else if out.is_empty() {
+                out.push(entry(name, value.map(|v| v.to_string()), source));
+            }
+        }
+        None => {}
     }
     out
 }
 
-fn broker_configs(ctx: &Ctx) -> Vec<(String, Option<String>, i8)> {
+/// The value of a broker config that a flag sets, if shardlog has one for it.
+fn flag_value(name: &str, c: &crate::config::Config) -> Option<String> {
+    Some(match name {
+        "log.cleaner.backoff.ms" => c.log_cleaner_backoff_ms.to_string(),
+        "log.cleaner.dedupe.buffer.size" => c.log_cleaner_dedupe_buffer_size.to_string(),
+        "log.cleaner.io.max.bytes.per.second" => {
+            format!("{:?}", c.log_cleaner_io_max_bytes_per_second).replace('e', "E")
+        }
+        "log.cleaner.enable" => c.log_cleaner_enable.to_string(),
+        "log.retention.check.interval.ms" => c.log_retention_check_interval_ms.to_string(),
+        "offsets.topic.segment.bytes" => c.offsets_topic_segment_bytes.to_string(),
+        _ => {
+            let topic = broker_config::topic_synonym(name)?;
+            if topic_config::static_default(topic).is_some() {
+                return None; // not a flag: Kafka's default
+            }
+            topic_config::default_value(topic, c)?
+        }
+    })
+}
+
+/// This broker's configs: the read-only ones from the flags, and every dynamic one with
+/// the value in force (this node's dynamic value, the cluster default, the flag, or
+/// Kafka's default, in that order).
+fn broker_configs(ctx: &Ctx, broker: &BrokerDefaults) -> Vec<(String, Option<String>, i8)> {
     let c = &ctx.shard.config;
     let (host, port) = c.advertised();
-    vec![
-        (
-            "advertised.listeners".into(),
-            Some(format!("PLAINTEXT://{host}:{port}")),
-            SOURCE_STATIC_BROKER_CONFIG,
-        ),
-        (
-            "auto.create.topics.enable".into(),
-            Some(c.auto_create_topics.to_string()),
-            SOURCE_STATIC_BROKER_CONFIG,
-        ),
+    let mut out: Vec<(String, Option<String>, i8)> = vec![
+        ("advertised.listeners".into(), Some(format!("PLAINTEXT://{host}:{port}")), SOURCE_STATIC_BROKER_CONFIG),
+        ("auto.create.topics.enable".into(), Some(c.auto_create_topics.to_string()), SOURCE_STATIC_BROKER_CONFIG),
         ("broker.id".into(), Some(c.node_id.to_string()), SOURCE_STATIC_BROKER_CONFIG),
-        (
-            "listeners".into(),
-            Some(format!("PLAINTEXT://{}", c.listen)),
-            SOURCE_STATIC_BROKER_CONFIG,
-        ),
-        (
-            "log.cleaner.backoff.ms".into(),
-            Some(c.log_cleaner_backoff_ms.to_string()),
-            SOURCE_STATIC_BROKER_CONFIG,
-        ),
-        (
-            "log.cleaner.dedupe.buffer.size".into(),
-            Some(c.log_cleaner_dedupe_buffer_size.to_string()),
-            SOURCE_STATIC_BROKER_CONFIG,
-        ),
-        (
-            "log.cleaner.enable".into(),
-            Some(c.log_cleaner_enable.to_string()),
-            SOURCE_STATIC_BROKER_CONFIG,
-        ),
-        (
-            "log.cleaner.io.max.bytes.per.second".into(),
-            Some(format!("{:?}", c.log_cleaner_io_max_bytes_per_second).replace('e', "E")),
-            SOURCE_STATIC_BROKER_CONFIG,
-        ),
+        ("listeners".into(), Some(format!("PLAINTEXT://{}", c.listen)), SOURCE_STATIC_BROKER_CONFIG),
         ("log.dirs".into(), Some(c.data_dir.display().to_string()), SOURCE_STATIC_BROKER_CONFIG),
-        (
-            "log.index.interval.bytes".into(),
-            Some(c.index_interval_bytes.to_string()),
-            SOURCE_STATIC_BROKER_CONFIG,
-        ),
         ("log.retention.hours".into(), Some("168".into()), SOURCE_DEFAULT_CONFIG),
-        (
-            "log.segment.bytes".into(),
-            Some(c.segment_bytes.to_string()),
-            SOURCE_STATIC_BROKER_CONFIG,
-        ),
-        (
-            "message.max.bytes".into(),
-            Some(c.max_message_bytes.to_string()),
-            SOURCE_STATIC_BROKER_CONFIG,
-        ),
         ("node.id".into(), Some(c.node_id.to_string()), SOURCE_STATIC_BROKER_CONFIG),
-        (
-            "offsets.topic.segment.bytes".into(),
-            Some(c.offsets_topic_segment_bytes.to_string()),
-            SOURCE_STATIC_BROKER_CONFIG,
-        ),
-        (
-            "num.partitions".into(),
-            Some(c.default_partitions.to_string()),
-            SOURCE_STATIC_BROKER_CONFIG,
-        ),
-        (
-            "socket.request.max.bytes".into(),
-            Some(c.max_request_bytes.to_string()),
-            SOURCE_STATIC_BROKER_CONFIG,
-        ),
-    ]
+        ("num.partitions".into(), Some(c.default_partitions.to_string()), SOURCE_STATIC_BROKER_CONFIG),
+        ("socket.request.max.bytes".into(), Some(c.max_request_bytes.to_string()), SOURCE_STATIC_BROKER_CONFIG),
+    ];
+    for name in ["log.cleaner.enable", "log.retention.check.interval.ms", "offsets.topic.segment.bytes"] {
+        out.push((name.into(), flag_value(name, c), SOURCE_STATIC_BROKER_CONFIG));
+    }
+    for name in broker_config::dynamic_names() {
+        let entry = match broker.dynamic(name) {
+            Some((v, source)) => (Some(v.to_string()), source),
+            None => match flag_value(name, c) {
+                Some(v) => (Some(v), SOURCE_STATIC_BROKER_CONFIG),
+                None => {
+                    let topic = broker_config::topic_synonym(name);
+                    (topic.and_then(topic_config::static_default), SOURCE_DEFAULT_CONFIG)
+                }
+            },
+        };
+        out.push((name.to_string(), entry.0, entry.1));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
 }
 
 /// Kafka's ConfigType codes (v3+): 1 BOOLEAN, 2 STRING, 3 INT, 5 LONG, 6 DOUBLE, 7 LIST.

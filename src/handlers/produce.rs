@@ -174,7 +174,9 @@ async fn start(
             Some(format!("Cannot append to internal topic {}", meta.name)),
         );
     }
-    let config = EffectiveTopicConfig::resolve(&meta.configs, &ctx.shard.config);
+    let catalog = ctx.shard.catalog();
+    let broker = crate::broker_config::BrokerDefaults::of(&ctx.shard.config, &catalog);
+    let config = EffectiveTopicConfig::resolve(&meta.configs, &broker);
     let limits = Limits {
         max_message_bytes: config.max_message_bytes,
         segment_bytes: config.segment_bytes,

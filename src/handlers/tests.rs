@@ -526,8 +526,8 @@ fn incremental_alter_configs_changes_persists_and_applies_topic_configs() {
         let want: Vec<(i8, String, i16)> = [
             (2, "ac", 0),
             (2, "nope", 3), // UNKNOWN_TOPIC_OR_PARTITION
-            (4, "0", 0),    // deleting an unset broker config
-            (4, "", 40),    // no dynamic broker configs
+            (4, "0", 0),    // deleting an unset dynamic broker config
+            (4, "", 0),     // a cluster-wide dynamic default
             (4, "5", 42),   // another broker
             (99, "x", 42),
         ]
@@ -535,6 +535,11 @@ fn incremental_alter_configs_changes_persists_and_applies_topic_configs() {
         .map(|&(t, n, e)| (t, n.to_string(), e))
         .collect();
         assert_eq!(got, want);
+        let cluster = shard.catalog().broker_default_configs.clone();
+        assert_eq!(
+            cluster.into_iter().collect::<Vec<_>>(),
+            [("log.retention.ms".into(), "1".into())]
+        );
         let configs = shard.catalog().topic("ac").unwrap().configs.clone();
         let want: std::collections::BTreeMap<String, String> =
             [("cleanup.policy", "delete,compact"), ("segment.bytes", "2000000")]

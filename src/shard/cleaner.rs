@@ -12,6 +12,7 @@ use std::time::Duration;
 use glommio::{Latency, Shares};
 
 use super::state::Shard;
+use crate::broker_config::BrokerDefaults;
 use crate::clock::now_ms;
 use crate::log::cleaner::{CleanerLimits, CompactionPolicy};
 use crate::log::PartitionLog;
@@ -41,8 +42,14 @@ pub fn spawn(shard: Rc<Shard>, stop: Shutdown) {
 
 /// Runs cleaner passes until shutdown.
 pub async fn run(shard: Rc<Shard>, stop: Shutdown) {
-    let every = Duration::from_millis(shard.config.log_cleaner_backoff_ms.max(1));
     while !stop.is_requested() {
+        // `log.cleaner.backoff.ms` may change dynamically: read it for every sleep.
+        let ms = {
+            let catalog = shard.catalog();
+            let broker = BrokerDefaults::of(&shard.config, &catalog);
+            broker.number("log.cleaner.backoff.ms", shard.config.log_cleaner_backoff_ms)
+        };
+        let every = Duration::from_millis(ms.max(1));
         futures_lite::future::or(glommio::timer::sleep(every), stop.clone().requested()).await;
         if stop.is_requested() {
             return;
@@ -62,14 +69,19 @@ const OFFSETS_POLICY: CompactionPolicy = CompactionPolicy {
 
 /// One pass over every compacted partition and offsets log this shard owns.
 pub async fn pass(shard: &Shard) {
-    let limits = CleanerLimits {
-        map_bytes: shard.config.log_cleaner_dedupe_buffer_size,
-        io_bytes_per_sec: shard.config.log_cleaner_io_max_bytes_per_second,
-    };
     let catalog = shard.catalog();
+    let broker = BrokerDefaults::of(&shard.config, &catalog);
+    let limits = CleanerLimits {
+        map_bytes: broker
+            .number("log.cleaner.dedupe.buffer.size", shard.config.log_cleaner_dedupe_buffer_size),
+        io_bytes_per_sec: broker.number(
+            "log.cleaner.io.max.bytes.per.second",
+            shard.config.log_cleaner_io_max_bytes_per_second,
+        ),
+    };
     for ((topic, partition), owned) in shard.owned_logs() {
         let Some(meta) = catalog.topic(&topic) else { continue };
-        let resolved = EffectiveTopicConfig::resolve(&meta.configs, &shard.config);
+        let resolved = EffectiveTopicConfig::resolve(&meta.configs, &broker);
         if let Some(policy) = resolved.compaction {
             clean(&owned.log, &policy, &limits, &topic, partition).await;
         }

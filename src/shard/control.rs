@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use glommio::sync::Semaphore;
 
+use super::messages::ConfigTarget;
 use super::messages::{CatalogChanged, NewTopic};
 use super::state::Shard;
 use crate::config_ops::{self, ConfigChange};
@@ -146,27 +147,49 @@ impl Control {
         results
     }
 
-    /// AlterConfigs / IncrementalAlterConfigs on topics: each change is applied to the
-    /// topic's overrides in the authoritative catalog ([`crate::config_ops::apply`]);
-    /// the valid ones are committed together unless `validate_only`. Errors per topic:
-    /// UnknownTopic, InvalidRequest, InvalidConfig, or Storage when the catalog cannot
-    /// be saved.
-    pub async fn alter_topic_configs(
+    /// AlterConfigs / IncrementalAlterConfigs: applies each change to its target in the
+    /// authoritative catalog (a topic's overrides with [`config_ops::apply`], this
+    /// node's or the cluster-default dynamic broker configs with
+    /// [`config_ops::BROKER`]), then commits once if anything changed (unless
+    /// `validate_only`). One result per change, in order: UNKNOWN_TOPIC_OR_PARTITION,
+    /// INVALID_CONFIG, INVALID_REQUEST, or KAFKA_STORAGE_ERROR when the catalog cannot
+    /// be persisted.
+    pub async fn alter_configs(
         &self,
         shard: &Rc<Shard>,
-        changes: Vec<(String, ConfigChange)>,
+        changes: Vec<(ConfigTarget, ConfigChange)>,
         validate_only: bool,
     ) -> Vec<Result<(), CatalogError>> {
         let _permit = self.changes.acquire_permit(1).await;
         let mut next = self.catalog.borrow().clone();
         let results: Vec<_> = changes
             .iter()
-            .map(|(name, change)| {
-                let current = next.topic(name).map(|t| t.configs.clone()).ok_or_else(|| {
-                    CatalogError::UnknownTopic(format!("Topic {name} does not exist."))
-                })?;
-                let configs = config_ops::apply(&current, change)?;
-                next.set_topic_configs(name, configs)
+            .map(|(target, change)| match target {
+                ConfigTarget::Topic(name) => {
+                    let current = next.topic(name).map(|t| t.configs.clone()).ok_or_else(|| {
+                        CatalogError::UnknownTopic(format!("Topic {name} does not exist."))
+                    })?;
+                    let configs = config_ops::apply(&current, change)?;
+                    next.set_topic_configs(name, configs)
+                }
+                ConfigTarget::Broker => {
+                    let configs = config_ops::apply_to(
+                        &config_ops::BROKER,
+                        &next.broker_node_configs,
+                        change,
+                    )?;
+                    next.broker_node_configs = configs;
+                    Ok(())
+                }
+                ConfigTarget::BrokerDefault => {
+                    let configs = config_ops::apply_to(
+                        &config_ops::BROKER,
+                        &next.broker_default_configs,
+                        change,
+                    )?;
+                    next.broker_default_configs = configs;
+                    Ok(())
+                }
             })
             .collect();
         if !validate_only && results.iter().any(Result::is_ok) {

@@ -105,6 +105,17 @@ pub struct LogDirPartition {
     pub offset_lag: i64,
 }
 
+/// What a config change in [`ControlRequest::AlterConfigs`] applies to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigTarget {
+    /// A topic's overrides.
+    Topic(String),
+    /// This node's dynamic broker configs (resource name = its node id).
+    Broker,
+    /// The cluster-wide dynamic broker defaults (resource name "").
+    BrokerDefault,
+}
+
 /// One producer in a [`DataRequest::DescribeProducers`] answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ActiveProducer {
@@ -208,10 +219,10 @@ pub enum ControlRequest {
         validate_only: bool,
         reply: Reply<Vec<Result<(), CatalogError>>>,
     },
-    /// Change topics' config overrides (AlterConfigs, IncrementalAlterConfigs), or only
-    /// validate the changes.
-    AlterTopicConfigs {
-        changes: Vec<(String, crate::config_ops::ConfigChange)>,
+    /// Change topics' config overrides or the dynamic broker configs (AlterConfigs,
+    /// IncrementalAlterConfigs), or only validate the changes.
+    AlterConfigs {
+        changes: Vec<(ConfigTarget, crate::config_ops::ConfigChange)>,
         validate_only: bool,
         reply: Reply<Vec<Result<(), CatalogError>>>,
     },

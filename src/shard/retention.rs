@@ -7,6 +7,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use super::state::Shard;
+use crate::broker_config::BrokerDefaults;
 use crate::clock::now_ms;
 use crate::shutdown::Shutdown;
 use crate::topic_config::EffectiveTopicConfig;
@@ -28,7 +29,8 @@ pub async fn pass(shard: &Shard) {
     let catalog = shard.catalog();
     for ((topic, partition), owned) in shard.owned_logs() {
         let Some(meta) = catalog.topic(&topic) else { continue };
-        let policy = EffectiveTopicConfig::resolve(&meta.configs, &shard.config).retention;
+        let broker = BrokerDefaults::of(&shard.config, &catalog);
+        let policy = EffectiveTopicConfig::resolve(&meta.configs, &broker).retention;
         match owned.log.enforce_retention(&policy, now_ms()).await {
             Ok(d) if d.segments > 0 => tracing::info!(
                 topic = %topic,

@@ -20,6 +20,7 @@ use super::messages::{
     LogDirPartition, PartitionBatches, PartitionRead, ShardMessage,
 };
 use super::state::Shard;
+use crate::broker_config::BrokerDefaults;
 use crate::error::{KafkaResult, ResponseError};
 use crate::log::start_offset::DeleteRecordsError;
 use crate::log::{AppendError, AppendInfo, PartitionLog, ReadError};
@@ -209,9 +210,8 @@ fn execute_control(shard: &Rc<Shard>, request: ControlRequest) {
             ControlRequest::CreatePartitions { topics, validate_only, reply } => {
                 let _ = reply.send(control.create_partitions(&shard, topics, validate_only).await);
             }
-            ControlRequest::AlterTopicConfigs { changes, validate_only, reply } => {
-                let _ =
-                    reply.send(control.alter_topic_configs(&shard, changes, validate_only).await);
+            ControlRequest::AlterConfigs { changes, validate_only, reply } => {
+                let _ = reply.send(control.alter_configs(&shard, changes, validate_only).await);
             }
             ControlRequest::AllocateProducerId { reply } => {
                 let _ = reply.send(control.allocate_producer_id());
@@ -370,7 +370,8 @@ async fn delete_records(
     let Some(meta) = catalog.topic(topic) else {
         return Err(ResponseError::UnknownTopicOrPartition);
     };
-    if !EffectiveTopicConfig::resolve(&meta.configs, &shard.config).retention.delete {
+    let broker = BrokerDefaults::of(&shard.config, &catalog);
+    if !EffectiveTopicConfig::resolve(&meta.configs, &broker).retention.delete {
         return Err(ResponseError::PolicyViolation);
     }
     log.delete_records(offset).await.map_err(|e| {

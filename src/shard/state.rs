@@ -212,7 +212,8 @@ impl Shard {
 
         // The internal topic's partitions are the group host's logs, not data logs.
         for t in catalog.topics.values().filter(|t| !crate::metadata::is_internal(&t.name)) {
-            let topic_config = EffectiveTopicConfig::resolve(&t.configs, &self.config);
+            let broker = crate::broker_config::BrokerDefaults::of(&self.config, &catalog);
+            let topic_config = EffectiveTopicConfig::resolve(&t.configs, &broker);
             for (p, &owner) in t.partition_shards.iter().enumerate() {
                 let key = (t.name.clone(), p as i32);
                 if owner != self.id {

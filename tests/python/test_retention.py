@@ -154,3 +154,36 @@ def test_a_partition_whose_records_are_all_past_retention_empties(broker_factory
     assert confluent_watermarks(broker.bootstrap, topic, [0])[0] == (15, 15)
     assert produce_one_batch_each(broker.bootstrap, topic, [now]) == [15]
     assert consume(broker.bootstrap, topic, -2, 1) == [15]
+
+
+def test_a_dynamic_broker_retention_applies_to_topics_without_their_own(broker_factory):
+    """`kafka-configs --entity-type brokers --alter --add-config log.retention.ms=...`
+    (KIP-226): topics that set no retention.ms follow it at once, topics that set one
+    keep theirs, and it survives a restart."""
+    from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
+                                       ResourceType)
+
+    broker = broker_factory("--log-retention-check-interval-ms", "200")
+    create(broker.bootstrap, "follows", SEGMENT)
+    create(broker.bootstrap, "own", {"retention.ms": "-1", **SEGMENT})
+    now = int(time.time() * 1000)
+    for topic in ("follows", "own"):
+        produce_one_batch_each(broker.bootstrap, topic, [now - 3_600_000] * 35 + [now] * 5)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    res = ConfigResource(ResourceType.BROKER, "0", incremental_configs=[
+        ConfigEntry("log.retention.ms", "60000", incremental_operation=AlterConfigOpType.SET)])
+    [f] = admin.incremental_alter_configs([res]).values()
+    f.result(timeout=20)
+    wait_until(lambda: confluent_watermarks(broker.bootstrap, "follows", [0])[0] == (30, 40), 15,
+               what="log start offset 30 after the broker's log.retention.ms changed")
+    time.sleep(0.6)
+    assert confluent_watermarks(broker.bootstrap, "own", [0])[0] == (0, 40)
+
+    broker.restart()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    [f] = admin.describe_configs([ConfigResource(ResourceType.BROKER, "0")]).values()
+    entry = f.result(timeout=20)["log.retention.ms"]
+    assert (entry.value, entry.source) == ("60000", 2), entry  # DYNAMIC_BROKER_CONFIG
+    [f] = admin.describe_configs([ConfigResource(ResourceType.TOPIC, "follows")]).values()
+    entry = f.result(timeout=20)["retention.ms"]
+    assert (entry.value, entry.source) == ("60000", 2), entry
