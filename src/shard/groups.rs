@@ -394,10 +394,14 @@ async fn replay(
             break;
         }
         while !chunk.is_empty() {
+            // Advance by the batch's last offset, not its last record's: compaction
+            // keeps a batch's offset range when it drops records at its end.
+            let header = crate::protocol::batch::RecordBatchHeader::parse(&chunk)
+                .map_err(|e| std::io::Error::other(format!("decoding {}: {e}", dir.display())))?;
+            offset = offset.max(header.next_offset());
             let set = RecordBatchDecoder::decode(&mut chunk)
                 .map_err(|e| std::io::Error::other(format!("decoding {}: {e}", dir.display())))?;
             for r in set.records {
-                offset = offset.max(r.offset + 1);
                 let Some(key) = r.key.as_deref() else { continue };
                 match GroupRecord::decode(key, r.value.as_deref()) {
                     Ok(record) => {
@@ -422,6 +426,85 @@ async fn replay(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A commit record with `metadata_len` bytes of metadata.
+    fn commit(partition: i32, offset: i64, seq: i32, metadata_len: usize) -> Record {
+        let (key, value) = GroupRecord::Offset {
+            group: "g".into(),
+            topic: "t".into(),
+            partition,
+            offset,
+            leader_epoch: -1,
+            metadata: "m".repeat(metadata_len),
+            commit_timestamp_ms: 1,
+            expire_timestamp_ms: None,
+        }
+        .encode();
+        Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: 0,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset: seq as i64 + 1,
+            // kafka-protocol keeps records in one batch while offset - sequence stays.
+            sequence: seq,
+            timestamp: 1,
+            key: Some(Bytes::from(key)),
+            value: Some(Bytes::from(value)),
+            headers: Default::default(),
+        }
+    }
+
+    /// A compacted offsets log may hold a batch whose last records were removed (its
+    /// offset range kept): replay must go on after the batch, not after its last record.
+    #[test]
+    fn replay_advances_past_a_batch_whose_last_records_were_compacted_away() {
+        use clap::Parser;
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("consumer-offsets-0");
+        // The replay runs on its own thread: a replay that never advances never yields
+        // either, so the test thread watches the clock.
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let _executor = glommio::LocalExecutorBuilder::default()
+            .spawn(move || async move {
+                let config = Config::parse_from(["shardlog"]);
+                let log = PartitionLog::open(dir.clone(), log_config(&config)).await.unwrap();
+                let encode = |records: Vec<Record>| {
+                    let mut buf = BytesMut::new();
+                    let options =
+                        RecordEncodeOptions { version: 2, compression: Compression::None };
+                    RecordBatchEncoder::encode(&mut buf, records.iter(), &options).unwrap();
+                    buf.freeze()
+                };
+                // Batch 1 (offsets 0-200): commits of partitions 2-201 with 4,000 bytes of
+                // metadata each, then partition 1 at offset 200. Batch 2 (offsets
+                // 201-301): partition 1 again, then partitions 300-399. A 1 MiB read
+                // returns batch 1 alone; compaction drops its last record.
+                let mut first: Vec<Record> =
+                    (0..200).map(|i| commit(i + 2, 5, i - 1, 4000)).collect();
+                first.push(commit(1, 6, 199, 0));
+                log.append(encode(first), 1).await.unwrap();
+                let mut second = vec![commit(1, 7, -1, 0)];
+                second.extend((0..100).map(|i| commit(300 + i, 5, i, 4000)));
+                log.append(encode(second), 1).await.unwrap();
+                log.roll_active().await.unwrap();
+                let policy = crate::log::cleaner::CompactionPolicy::default();
+                let limits = crate::log::cleaner::CleanerLimits::default();
+                let done = log.compact(&policy, &limits, 10, true).await.unwrap().unwrap();
+                assert_eq!(done.records_removed, 1, "{done:?}");
+                let mut coordinator = GroupCoordinator::new(CoordinatorConfig::default());
+                let replayed = replay(&log, &mut coordinator, &dir).await.unwrap();
+                log.close().await.unwrap();
+                let _ = done_tx.send(replayed);
+            })
+            .unwrap();
+        let replayed = done_rx.recv_timeout(std::time::Duration::from_secs(30));
+        assert_eq!(replayed, Ok(301), "replay must read both batches and stop");
+        drop(tmp);
+    }
 
     #[test]
     fn java_hash_matches_kafka_placement() {
