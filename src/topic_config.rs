@@ -247,7 +247,7 @@ impl EffectiveTopicConfig {
                 broker_synonym(k).and_then(|b| broker.dynamic(b)).map(|(v, _)| v.trim())
             })
         };
-        EffectiveTopicConfig {
+        let mut resolved = EffectiveTopicConfig {
             max_message_bytes: get("max.message.bytes")
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(config.max_message_bytes),
@@ -298,7 +298,13 @@ impl EffectiveTopicConfig {
                             .unwrap_or(d.delete_retention_ms),
                     }
                 }),
+        };
+        // Kafka rolls a compacted topic's active segment by `max.compaction.lag.ms` too
+        // (`LogConfig.maxSegmentMs`), so its records become cleanable in time.
+        if let Some(c) = &resolved.compaction {
+            resolved.segment_ms = resolved.segment_ms.min(c.max_compaction_lag_ms);
         }
+        resolved
     }
 }
 
@@ -378,5 +384,19 @@ mod tests {
         assert_eq!(default_with_source("retention.ms", &broker), (Some("1000".into()), 2));
         assert_eq!(default_with_source("segment.bytes", &broker), (Some("4096".into()), 3));
         assert_eq!(default_with_source("segment.ms", &broker), (Some("604800000".into()), 5));
+    }
+
+    #[test]
+    fn a_compacted_topic_rolls_by_max_compaction_lag_ms() {
+        use clap::Parser;
+        let config = Config::parse_from(["shardlog"]);
+        let broker = BrokerDefaults::flags(&config);
+        let map = |e: &[(&str, &str)]| -> BTreeMap<String, String> {
+            e.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        let lag = map(&[("cleanup.policy", "compact"), ("max.compaction.lag.ms", "2000")]);
+        assert_eq!(EffectiveTopicConfig::resolve(&lag, &broker).segment_ms, 2000);
+        let deleted = map(&[("max.compaction.lag.ms", "2000")]);
+        assert_eq!(EffectiveTopicConfig::resolve(&deleted, &broker).segment_ms, 604_800_000);
     }
 }

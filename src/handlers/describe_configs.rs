@@ -39,15 +39,18 @@ pub async fn handle(
                 .with_resource_name(res.resource_name.clone());
             let entries: Vec<(String, Option<String>, i8)> = match res.resource_type {
                 RESOURCE_TOPIC => match catalog.topic(res.resource_name.as_str()) {
-                    Some(meta) => topic_config::names()
-                        .map(|n| match meta.configs.get(n) {
+                    Some(meta) => {
+                        let configs = topic_overrides(meta, &ctx.shard.config);
+                        topic_config::names()
+                        .map(|n| match configs.get(n) {
                             Some(v) => (n.to_string(), Some(v.clone()), SOURCE_TOPIC_CONFIG),
                             None => {
                                 let (v, source) = topic_config::default_with_source(n, &broker);
                                 (n.to_string(), v, source)
                             }
                         })
-                        .collect(),
+                        .collect()
+                    }
                     None => {
                         return out
                             .with_error_code(ResponseError::UnknownTopicOrPartition.code())
@@ -153,6 +156,23 @@ fn synonyms(
         None => {}
     }
     out
+}
+
+/// A topic's overrides as DescribeConfigs shows them. `__consumer_offsets` is created by
+/// Kafka with `cleanup.policy=compact`, `compression.type=producer` and `segment.bytes`
+/// from `offsets.topic.segment.bytes`; here those are what its logs obey, whatever the
+/// catalog holds (its configs cannot be altered).
+fn topic_overrides(
+    meta: &crate::metadata::TopicMeta,
+    c: &crate::config::Config,
+) -> std::collections::BTreeMap<String, String> {
+    let mut configs = meta.configs.clone();
+    if crate::metadata::is_internal(&meta.name) {
+        configs.insert("cleanup.policy".into(), "compact".into());
+        configs.insert("compression.type".into(), "producer".into());
+        configs.insert("segment.bytes".into(), c.offsets_topic_segment_bytes.to_string());
+    }
+    configs
 }
 
 /// The value of a broker config that a flag sets, if shardlog has one for it.

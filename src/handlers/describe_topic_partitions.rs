@@ -7,7 +7,7 @@
 //!   those at or after the cursor's topic, sorted by name. A cursor whose topic is not
 //!   among the named ones: INVALID_REQUEST for every named topic.
 //! - The cursor's topic starts at the cursor's partition, the others at 0; at most
-//!   `min(response_partition_limit, 2000)` partitions are returned. Where the limit
+//!   `response_partition_limit` partitions (clamped to 1..=2000) are returned. Where the limit
 //!   cuts a topic, `next_cursor` names the first partition left out; where it falls
 //!   between topics, `next_cursor` is the next topic, partition 0.
 //! - A named topic that does not exist: UNKNOWN_TOPIC_OR_PARTITION
@@ -84,7 +84,8 @@ fn describe(
             .collect();
         return response;
     }
-    let mut remaining = request.response_partition_limit.min(MAX_PARTITIONS);
+    // Kafka clamps the limit to [1, 2000]: a limit of 0 would page forever.
+    let mut remaining = request.response_partition_limit.clamp(1, MAX_PARTITIONS);
     for name in names {
         if remaining <= 0 {
             if remaining == 0 {
@@ -215,8 +216,10 @@ mod tests {
         assert!(r.topics[3].topic_id.is_nil());
         let r = describe(&c, 1, &request(&["a"], 2000, Some(("b", 0))));
         assert_eq!(summary(&r), (vec![t("a", ResponseError::InvalidRequest.code(), 0..0)], None));
-        // A zero limit answers nothing but where to start.
-        let r = describe(&c, 1, &request(&["a", "b"], 0, None));
-        assert_eq!(summary(&r), (vec![], Some(("a".into(), 0))));
+        // A zero or negative limit counts as 1 (else a client would page forever).
+        for limit in [0, -5] {
+            let r = describe(&c, 1, &request(&["a", "b"], limit, None));
+            assert_eq!(summary(&r), (vec![t("a", 0, 0..1)], Some(("a".into(), 1))));
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! Log compaction (`cleanup.policy=compact`), as Kafka's log cleaner does it: for every
 //! key only the record with the latest offset survives, tombstones (null values) are
-//! removed once their segment has been clean for `delete.retention.ms`, and offsets never
-//! change (the removed records leave gaps).
+//! removed `delete.retention.ms` after the cleaner first kept them (KIP-534: the batch
+//! gets a delete horizon), and offsets never change (the removed records leave gaps).
 //!
 //! One pass ([`PartitionLog::compact`]), on the partition's owning shard:
 //! 1. The **cleanable range** is the sealed segments (never the active one) up to the
@@ -16,8 +16,9 @@
 //!    segment mapped.
 //! 3. Every segment from the start of the log to there is **rewritten** without the
 //!    records the map supersedes (a record whose key maps to a larger offset), keyless
-//!    records, and the tombstones of a segment already clean before this pass whose file
-//!    is older than `delete.retention.ms`. Consecutive segments whose sizes add up to at
+//!    records, and tombstones past their batch's delete horizon; a batch that keeps a
+//!    tombstone and has no horizon gets one (`now + delete.retention.ms`, attribute bit
+//!    6 with the base timestamp, record deltas re-encoded). Consecutive segments whose sizes add up to at
 //!    most `segment.bytes` are rewritten into one (Kafka's `groupSegmentsBySize`), named
 //!    by the first, so compacted logs do not pile up small files. A batch keeps its base
 //!    offset and last offset (see [`crate::protocol::records`]); a batch left with no
@@ -219,15 +220,6 @@ fn decode(h: &RecordBatchHeader, bytes: &[u8]) -> io::Result<BatchRecords> {
         .map_err(|e| invalid(format!("batch at offset {}: {e}", h.base_offset)))
 }
 
-/// Seconds since the epoch, ms, of the file's last modification (0 if unknown).
-fn modified_ms(path: &Path) -> i64 {
-    std::fs::metadata(path)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_millis() as i64)
-}
-
 impl PartitionLog {
     /// One compaction pass (see the module documentation), if the log is dirty enough
     /// (or `force`). `now_ms` is the broker's clock. Returns what it did, or None when
@@ -294,20 +286,13 @@ impl PartitionLog {
         let mut start = 0;
         while start < mapped_end {
             let group = group_end(&cleanable[..mapped_end], start, live.segment_bytes);
-            let sources: Vec<Source> = cleanable[start..group]
-                .iter()
-                .enumerate()
-                .map(|(j, seg)| {
-                    let path = segment_path(&self.dir, seg.base_offset, "log");
-                    let drop_tombstones = start + j < first_dirty
-                        && now_ms.saturating_sub(modified_ms(&path)) > policy.delete_retention_ms;
-                    Source { seg: seg.clone(), drop_tombstones }
-                })
-                .collect();
-            if let Some((removed, after)) = self.clean_group(&sources, &map, &mut throttle).await? {
+            let sources: Vec<Rc<Segment>> = cleanable[start..group].to_vec();
+            let horizon = Horizon { now_ms, delete_retention_ms: policy.delete_retention_ms };
+            let cleaned = self.clean_group(&sources, &map, horizon, &mut throttle).await?;
+            if let Some((removed, after)) = cleaned {
                 done.segments_rewritten += sources.len();
                 done.records_removed += removed;
-                done.bytes_before += sources.iter().map(|s| s.seg.size.get()).sum::<u64>();
+                done.bytes_before += sources.iter().map(|s| s.size.get()).sum::<u64>();
                 done.bytes_after += after;
             }
             start = group;
@@ -325,15 +310,16 @@ impl PartitionLog {
     /// the log meanwhile).
     async fn clean_group(
         &self,
-        sources: &[Source],
+        sources: &[Rc<Segment>],
         map: &OffsetMap,
+        horizon: Horizon,
         throttle: &mut Throttle,
     ) -> io::Result<Option<(u64, u64)>> {
-        let first = &sources[0].seg;
-        let last = &sources[sources.len() - 1].seg;
+        let first = &sources[0];
+        let last = &sources[sources.len() - 1];
         let (base, end) = (first.base_offset, last.next_offset.get());
         let tmp = segment_path(&self.dir, base, "log.cleaned");
-        let result = self.write_cleaned(sources, &tmp, map, throttle).await;
+        let result = self.write_cleaned(sources, &tmp, map, horizon, throttle).await;
         let (removed, size, headers) = match result {
             Ok(Some(r)) => r,
             Ok(None) => {
@@ -367,7 +353,7 @@ impl PartitionLog {
             at.filter(|&at| {
                 !self.closed.get()
                     && segs.len() > at + sources.len()
-                    && sources.iter().zip(&segs[at..]).all(|(src, s)| Rc::ptr_eq(&src.seg, s))
+                    && sources.iter().zip(&segs[at..]).all(|(src, s)| Rc::ptr_eq(src, s))
             })
         };
         let Some(at) = at else {
@@ -375,7 +361,7 @@ impl PartitionLog {
             return Ok(None);
         };
         self.cache.borrow_mut().evict_range(self.cache_id, base, end);
-        let bases: Vec<i64> = sources.iter().map(|s| s.seg.base_offset).collect();
+        let bases: Vec<i64> = sources.iter().map(|s| s.base_offset).collect();
         if size == 0 && at > 0 {
             // Nothing left: the segments go (their offsets become a gap at the end of the
             // one before). The first segment of the log stays, empty, to keep the log
@@ -413,9 +399,10 @@ impl PartitionLog {
     #[allow(clippy::type_complexity)]
     async fn write_cleaned(
         &self,
-        sources: &[Source],
+        sources: &[Rc<Segment>],
         tmp: &Path,
         map: &OffsetMap,
+        horizon: Horizon,
         throttle: &mut Throttle,
     ) -> io::Result<Option<(u64, u64, Vec<(u64, RecordBatchHeader)>)>> {
         let file = OpenOptions::new()
@@ -434,8 +421,7 @@ impl PartitionLog {
         let mut removed = 0u64;
         let mut changed = sources.len() > 1;
         let mut pending_error = None;
-        'sources: for source in sources {
-            let (seg, drop_tombstones) = (&source.seg, source.drop_tombstones);
+        'sources: for seg in sources {
             let mut pos = 0u64;
             let mut end = seg.size.get();
             let mut want = CHUNK;
@@ -443,7 +429,7 @@ impl PartitionLog {
                 let chunk = seg.scan_chunk(pos, want, &mut end).await?;
                 for (at, h) in &chunk.batches {
                     let bytes = &chunk.data[*at..*at + h.total_size()];
-                    match self.clean_batch(h, bytes, map, drop_tombstones) {
+                    match self.clean_batch(h, bytes, map, horizon) {
                         Ok(Kept::Whole) => {
                             headers.push((written + out.len() as u64, *h));
                             out.extend_from_slice(bytes);
@@ -497,35 +483,46 @@ impl PartitionLog {
         Ok(changed.then_some((removed, written, headers)))
     }
 
-    /// What the cleaner keeps of one batch.
+    /// What the cleaner keeps of one batch: the records whose key the map does not
+    /// supersede; of those, tombstones only until the batch's delete horizon (KIP-534).
+    /// A batch that keeps a tombstone and has no horizon yet gets one, `delete.retention.ms`
+    /// from now, as Kafka's cleaner sets it.
     fn clean_batch(
         &self,
         h: &RecordBatchHeader,
         bytes: &[u8],
         map: &OffsetMap,
-        drop_tombstones: bool,
+        horizon: Horizon,
     ) -> io::Result<Kept> {
         if h.is_control() {
             return Ok(Kept::Whole);
         }
         let b = decode(h, bytes)?;
+        let expired = b.delete_horizon().is_some_and(|at| horizon.now_ms >= at);
         let keep: Vec<usize> = b
             .records
             .iter()
             .enumerate()
             .filter(|(_, r)| {
-                b.key(r).is_some_and(|k| map.is_latest(k, r.offset))
-                    && (r.has_value || !drop_tombstones)
+                b.key(r).is_some_and(|k| map.is_latest(k, r.offset)) && (r.has_value || !expired)
             })
             .map(|(i, _)| i)
             .collect();
         let removed = (b.records.len() - keep.len()) as u64;
-        if removed == 0 {
+        let needs_horizon =
+            b.delete_horizon().is_none() && keep.iter().any(|&i| !b.records[i].has_value);
+        if removed == 0 && !needs_horizon {
             return Ok(Kept::Whole);
         }
         if !keep.is_empty() {
-            let rebuilt = records::rebuild(&b, &keep)
-                .map_err(|e| invalid(format!("batch at offset {}: {e}", h.base_offset)))?;
+            let at = horizon.now_ms.saturating_add(horizon.delete_retention_ms);
+            let rebuilt = if needs_horizon {
+                records::rebuild_with_horizon(&b, &keep, at)
+            } else {
+                records::rebuild(&b, &keep)
+            };
+            let rebuilt =
+                rebuilt.map_err(|e| invalid(format!("batch at offset {}: {e}", h.base_offset)))?;
             return Ok(Kept::Rebuilt(rebuilt, removed));
         }
         let producers_last = h.producer_id >= 0 && {
@@ -542,11 +539,11 @@ impl PartitionLog {
     }
 }
 
-/// One segment of a group being cleaned.
-struct Source {
-    seg: Rc<Segment>,
-    /// Its tombstones go (it has been clean for `delete.retention.ms`).
-    drop_tombstones: bool,
+/// The clock and `delete.retention.ms` of a pass (for delete horizons).
+#[derive(Debug, Clone, Copy)]
+struct Horizon {
+    now_ms: i64,
+    delete_retention_ms: i64,
 }
 
 /// End (exclusive index) of the group of segments starting at `segs[start]` that are

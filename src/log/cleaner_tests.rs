@@ -224,6 +224,10 @@ fn tombstones_stay_for_delete_retention_ms_after_their_segment_was_cleaned() {
         let now = crate::clock::now_ms();
         log.compact(&policy, &limits, now, FORCE).await.unwrap().unwrap();
         assert_eq!(contents(&log).await, vec![row(1, "b", Some("2")), row(2, "a", None)]);
+        // The tombstone's batch carries its delete horizon (KIP-534): bit 6, base timestamp.
+        let b = log.read(2, 1 << 20).await.unwrap();
+        let h = RecordBatchHeader::parse(&b).unwrap();
+        assert_eq!((h.base_offset, h.attributes & 0x40, h.base_timestamp), (2, 0x40, now + 60_000));
         // New dirty data; the tombstone's segment is clean but was cleaned just now.
         log.append(keyed(&[(Some("c"), Some("3"))], 1_200, -1, -1, Compression::None), 0)
             .await

@@ -65,6 +65,9 @@ pub struct RecordView {
     pub key: Option<Range<usize>>,
     /// False for a tombstone (null value).
     pub has_value: bool,
+    /// Where the timestamp delta ends in [`BatchRecords::data`] (the rest of the record
+    /// follows it).
+    pub after_timestamp: usize,
     /// The whole record, its length varint included.
     pub span: Range<usize>,
 }
@@ -80,7 +83,15 @@ pub struct BatchRecords {
     pub records: Vec<RecordView>,
 }
 
+/// Attribute bit 6: the batch's base timestamp is its delete horizon (KIP-534).
+pub const ATTR_DELETE_HORIZON: i16 = 0x40;
+
 impl BatchRecords {
+    /// The batch's delete horizon (KIP-534): when its tombstones may go, ms.
+    pub fn delete_horizon(&self) -> Option<i64> {
+        (self.header.attributes & ATTR_DELETE_HORIZON != 0).then_some(self.header.base_timestamp)
+    }
+
     /// The key bytes of `r` (`None`: null key).
     pub fn key(&self, r: &RecordView) -> Option<&[u8]> {
         r.key.as_ref().map(|k| &self.data[k.clone()])
@@ -156,6 +167,7 @@ pub fn decode_records(batch: &[u8]) -> Result<BatchRecords, RecordsError> {
         let rec = &data[..end];
         let mut p = body + 1; // attributes
         let ts_delta = varint(rec, &mut p, 10)?;
+        let after_timestamp = p;
         let offset_delta = varint(rec, &mut p, 5)?;
         let key = bytes_field(rec, &mut p)?;
         let value = bytes_field(rec, &mut p)?;
@@ -169,6 +181,7 @@ pub fn decode_records(batch: &[u8]) -> Result<BatchRecords, RecordsError> {
             timestamp,
             key,
             has_value: value.is_some(),
+            after_timestamp,
             span: start..end,
         });
         pos = end;
@@ -207,7 +220,19 @@ fn assemble(h: &RecordBatchHeader, count: i32, max_timestamp: i64, records: &[u8
 /// with the header fields kept as the module documentation says; recompressed with the
 /// batch's own codec. Errors: compressing failed.
 pub fn rebuild(batch: &BatchRecords, keep: &[usize]) -> Result<Vec<u8>, RecordsError> {
-    build(batch, keep, batch.header.compression())
+    build(batch, keep, batch.header.compression(), None)
+}
+
+/// [`rebuild`] that also sets the batch's delete horizon (KIP-534, what Kafka's cleaner
+/// does the first time it keeps a tombstone): attribute bit 6, the base timestamp
+/// becomes `horizon_ms` and each record's timestamp delta is re-encoded against it, so
+/// every record keeps its timestamp.
+pub fn rebuild_with_horizon(
+    batch: &BatchRecords,
+    keep: &[usize],
+    horizon_ms: i64,
+) -> Result<Vec<u8>, RecordsError> {
+    build(batch, keep, batch.header.compression(), Some(horizon_ms))
 }
 
 /// The whole batch with its records compressed with `codec` (0 none, 1 gzip, 2 snappy,
@@ -216,18 +241,50 @@ pub fn rebuild(batch: &BatchRecords, keep: &[usize]) -> Result<Vec<u8>, RecordsE
 /// stays; length and CRC are recomputed. Errors: an unknown codec, compressing failed.
 pub fn recompress(batch: &BatchRecords, codec: u8) -> Result<Vec<u8>, RecordsError> {
     let all: Vec<usize> = (0..batch.records.len()).collect();
-    build(batch, &all, codec)
+    build(batch, &all, codec, None)
 }
 
-fn build(batch: &BatchRecords, keep: &[usize], codec: u8) -> Result<Vec<u8>, RecordsError> {
+/// Appends a zigzag varint.
+fn put_varint(out: &mut BytesMut, v: i64) {
+    let mut z = ((v << 1) ^ (v >> 63)) as u64;
+    while z >= 0x80 {
+        out.extend_from_slice(&[(z as u8 & 0x7f) | 0x80]);
+        z >>= 7;
+    }
+    out.extend_from_slice(&[z as u8]);
+}
+
+fn build(
+    batch: &BatchRecords,
+    keep: &[usize],
+    codec: u8,
+    horizon: Option<i64>,
+) -> Result<Vec<u8>, RecordsError> {
     let mut h = batch.header;
     h.attributes = (h.attributes & !ATTR_COMPRESSION_MASK) | codec as i16;
+    if let Some(horizon) = horizon {
+        h.attributes |= ATTR_DELETE_HORIZON;
+        h.base_timestamp = horizon;
+    }
     let h = &h;
     let mut plain = BytesMut::new();
     let mut max_ts = if h.timestamp_type_log_append() { h.max_timestamp } else { i64::MIN };
     for &i in keep {
         let r = &batch.records[i];
-        plain.extend_from_slice(&batch.data[r.span.clone()]);
+        match horizon {
+            None => plain.extend_from_slice(&batch.data[r.span.clone()]),
+            Some(base) => {
+                // attributes, the new delta, then the rest as it was; a new length.
+                let mut body = BytesMut::new();
+                let attrs_at = attributes_at(batch, r);
+                body.extend_from_slice(&batch.data[attrs_at..attrs_at + 1]);
+                let raw = batch.header.base_timestamp.wrapping_add(raw_delta(batch, r)?);
+                put_varint(&mut body, raw.wrapping_sub(base));
+                body.extend_from_slice(&batch.data[r.after_timestamp..r.span.end]);
+                put_varint(&mut plain, body.len() as i64);
+                plain.extend_from_slice(&body);
+            }
+        }
         if !h.timestamp_type_log_append() {
             max_ts = max_ts.max(r.timestamp);
         }
@@ -249,6 +306,23 @@ fn build(batch: &BatchRecords, keep: &[usize], codec: u8) -> Result<Vec<u8>, Rec
         c => return Err(RecordsError::UnknownCodec(c)),
     }
     Ok(assemble(h, keep.len() as i32, max_ts, &out))
+}
+
+/// Where the attributes byte of `r` is: right after its length varint.
+fn attributes_at(batch: &BatchRecords, r: &RecordView) -> usize {
+    let mut p = r.span.start;
+    while batch.data[p] & 0x80 != 0 {
+        p += 1;
+    }
+    p + 1
+}
+
+/// The stored timestamp delta of `r` (relative to the batch's base timestamp).
+fn raw_delta(batch: &BatchRecords, r: &RecordView) -> Result<i64, RecordsError> {
+    let mut p = r.span.start;
+    varint(&batch.data, &mut p, 5)?; // length
+    p += 1; // attributes
+    varint(&batch.data, &mut p, 10)
 }
 
 /// A batch with no records and `h`'s header fields (offset range, producer id, epoch,
@@ -394,6 +468,35 @@ mod tests {
         }
         let d = decode_records(&encode(&sample(), Compression::None)).unwrap();
         assert!(matches!(recompress(&d, 5), Err(RecordsError::UnknownCodec(5))));
+    }
+
+    #[test]
+    fn a_delete_horizon_moves_the_base_timestamp_and_keeps_every_record_timestamp() {
+        for c in [Compression::None, Compression::Zstd] {
+            let d = decode_records(&encode(&sample(), c)).unwrap();
+            assert_eq!(d.delete_horizon(), None);
+            let out = rebuild_with_horizon(&d, &[1, 2, 3], 90_000).unwrap();
+            assert!(verify_crc(&out));
+            let again = decode_records(&out).unwrap();
+            assert_eq!(again.delete_horizon(), Some(90_000));
+            assert_eq!(again.header.attributes & 0x07, d.header.attributes & 0x07);
+            assert_eq!((again.header.base_offset, again.header.last_offset()), (100, 103));
+            assert_eq!(again.header.max_timestamp, 1030);
+            let got: Vec<_> = again
+                .records
+                .iter()
+                .map(|r| (r.offset, r.timestamp, again.key(r).map(<[u8]>::to_vec), r.has_value))
+                .collect();
+            let want: Vec<_> = d.records[1..]
+                .iter()
+                .map(|r| (r.offset, r.timestamp, d.key(r).map(<[u8]>::to_vec), r.has_value))
+                .collect();
+            assert_eq!(got, want, "{c:?}");
+            // An independent decoder sees the same timestamps.
+            let set = RecordBatchDecoder::decode(&mut Bytes::from(out)).unwrap();
+            let ts: Vec<i64> = set.records.iter().map(|r| r.timestamp).collect();
+            assert_eq!(ts, vec![1030, 1010, 1020]);
+        }
     }
 
     #[test]

@@ -165,6 +165,12 @@ impl Control {
         let results: Vec<_> = changes
             .iter()
             .map(|(target, change)| match target {
+                ConfigTarget::Topic(name) if crate::metadata::is_internal(name) => {
+                    Err(CatalogError::InvalidRequest(format!(
+                        "The configs of the internal topic {name} are set by the broker \
+                         (--offsets-topic-segment-bytes); they cannot be altered"
+                    )))
+                }
                 ConfigTarget::Topic(name) => {
                     let current = next.topic(name).map(|t| t.configs.clone()).ok_or_else(|| {
                         CatalogError::UnknownTopic(format!("Topic {name} does not exist."))

@@ -173,3 +173,46 @@ def test_the_offsets_log_is_compacted_and_replays_to_the_latest_commit(broker_fa
     [tp] = c.committed([TopicPartition(topic, 0)], timeout=20)
     c.close()
     assert tp.offset == 1999
+
+
+def test_max_compaction_lag_ms_rolls_the_active_segment_so_it_gets_cleaned(broker_factory):
+    """Kafka rolls a compacted topic by min(segment.ms, max.compaction.lag.ms): with the
+    default segment.ms (7 days) the updates still become cleanable."""
+    from confluent_kafka import Producer
+
+    broker = broker_factory("--log-cleaner-backoff-ms", "200")
+    topic = "lagged"
+    create(broker.bootstrap, topic, {"cleanup.policy": "compact", "max.compaction.lag.ms": "1000"})
+    p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+    for i in range(100):
+        p.produce(topic, key=b"k%d" % (i % 5), value=b"%d" % i, partition=0)
+    assert p.flush(10) == 0
+    time.sleep(1.2)
+    p.produce(topic, key=b"sentinel", value=b"end", partition=0)
+    assert p.flush(10) == 0
+    wait_until(lambda: checkpoint(broker, topic) == 100, 20, what="the cleaner checkpoint at 100")
+    expected = [(o, b"k%d" % (o % 5), b"%d" % o) for o in range(95, 100)] + [(100, b"sentinel", b"end")]
+    assert read_all(broker.bootstrap, topic, 101) == expected
+
+
+def test_the_offsets_topic_reports_its_real_configs_and_refuses_changes(broker_factory):
+    from confluent_kafka import KafkaError
+    from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
+                                       ResourceType)
+
+    broker = broker_factory("--offsets-topic-segment-bytes", "4096")
+    create(broker.bootstrap, "t", {})
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    res = ConfigResource(ResourceType.TOPIC, "__consumer_offsets")
+    [f] = admin.describe_configs([res]).values()
+    configs = f.result(timeout=20)
+    assert (configs["cleanup.policy"].value, configs["segment.bytes"].value) == ("compact", "4096")
+    res = ConfigResource(ResourceType.TOPIC, "__consumer_offsets", incremental_configs=[
+        ConfigEntry("retention.ms", "1000", incremental_operation=AlterConfigOpType.SET)])
+    [f] = admin.incremental_alter_configs([res]).values()
+    try:
+        f.result(timeout=20)
+        raise AssertionError("altering __consumer_offsets was accepted")
+    except Exception as e:  # KafkaException carrying the KafkaError
+        err = e.args[0]
+        assert err.code() == KafkaError.INVALID_REQUEST, err
