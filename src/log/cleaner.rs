@@ -51,6 +51,7 @@ use bytes::Bytes;
 use futures_lite::AsyncWriteExt;
 use glommio::io::{DmaStreamWriterBuilder, OpenOptions};
 
+use super::segment::ScanChunk;
 use super::segment::{segment_path, write_atomic, Segment};
 use super::PartitionLog;
 use crate::protocol::batch::{RecordBatchHeader, ScanStop};
@@ -182,37 +183,68 @@ fn invalid(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg)
 }
 
-/// Calls `f(header, batch bytes)` for every batch of `seg`, reading `CHUNK` bytes at a
-/// time, pacing the reads. Errors: I/O, or a damaged batch (a sealed segment must scan
-/// to its end; the cleaner then leaves the partition alone).
+/// The whole batches of a sealed segment, read `CHUNK` bytes at a time (more when one
+/// batch is longer), the reads paced by the cleaner's throttle.
+struct Chunks<'a> {
+    seg: &'a Segment,
+    pos: u64,
+    end: u64,
+    want: usize,
+    /// The end was reached, or a damaged batch found (the error is returned next).
+    stopped: Option<Option<io::Error>>,
+}
+
+impl<'a> Chunks<'a> {
+    fn new(seg: &'a Segment) -> Self {
+        Chunks { seg, pos: 0, end: seg.size.get(), want: CHUNK, stopped: None }
+    }
+
+    /// The next read and its valid batches, or None after the segment's end. Errors:
+    /// I/O, or a damaged batch (a sealed segment must scan to its end; the cleaner then
+    /// leaves the partition alone), returned after the valid batches before it.
+    async fn next(&mut self, throttle: &mut Throttle) -> io::Result<Option<ScanChunk>> {
+        match self.stopped.take() {
+            Some(None) => {
+                self.stopped = Some(None);
+                return Ok(None);
+            }
+            Some(Some(e)) => return Err(e),
+            None => {}
+        }
+        let chunk = self.seg.scan_chunk(self.pos, self.want, &mut self.end).await?;
+        throttle.account(chunk.data.len()).await;
+        glommio::yield_if_needed().await;
+        self.pos += chunk.consumed as u64;
+        match chunk.stop {
+            ScanStop::NeedMore { need } => self.want = need.max(CHUNK),
+            ScanStop::End => self.stopped = Some(None),
+            stop => {
+                self.stopped = Some(Some(invalid(format!(
+                    "segment {} of {} is damaged at byte {}: {stop}",
+                    self.seg.base_offset,
+                    self.seg.dir.display(),
+                    self.pos
+                ))))
+            }
+        }
+        Ok(Some(chunk))
+    }
+}
+
+/// Calls `f(header, batch bytes)` for every batch of `seg`. Errors as [`Chunks::next`],
+/// or `f`'s.
 async fn for_each_batch(
     seg: &Segment,
     throttle: &mut Throttle,
     mut f: impl FnMut(&RecordBatchHeader, &[u8]) -> io::Result<()>,
 ) -> io::Result<()> {
-    let mut pos = 0u64;
-    let mut end = seg.size.get();
-    let mut want = CHUNK;
-    loop {
-        let chunk = seg.scan_chunk(pos, want, &mut end).await?;
+    let mut chunks = Chunks::new(seg);
+    while let Some(chunk) = chunks.next(throttle).await? {
         for (at, h) in &chunk.batches {
             f(h, &chunk.data[*at..*at + h.total_size()])?;
         }
-        throttle.account(chunk.data.len()).await;
-        glommio::yield_if_needed().await;
-        pos += chunk.consumed as u64;
-        match chunk.stop {
-            ScanStop::NeedMore { need } => want = need.max(CHUNK),
-            ScanStop::End => return Ok(()),
-            stop => {
-                return Err(invalid(format!(
-                    "segment {} of {} is damaged at byte {pos}: {stop}",
-                    seg.base_offset,
-                    seg.dir.display()
-                )))
-            }
-        }
     }
+    Ok(())
 }
 
 fn decode(h: &RecordBatchHeader, bytes: &[u8]) -> io::Result<BatchRecords> {
@@ -420,65 +452,44 @@ impl PartitionLog {
         let mut headers = Vec::new();
         let mut removed = 0u64;
         let mut changed = sources.len() > 1;
-        let mut pending_error = None;
-        'sources: for seg in sources {
-            let mut pos = 0u64;
-            let mut end = seg.size.get();
-            let mut want = CHUNK;
-            loop {
-                let chunk = seg.scan_chunk(pos, want, &mut end).await?;
-                for (at, h) in &chunk.batches {
-                    let bytes = &chunk.data[*at..*at + h.total_size()];
-                    match self.clean_batch(h, bytes, map, horizon) {
-                        Ok(Kept::Whole) => {
-                            headers.push((written + out.len() as u64, *h));
-                            out.extend_from_slice(bytes);
-                        }
-                        Ok(Kept::Rebuilt(b, n)) => {
-                            let nh =
-                                RecordBatchHeader::parse(&b).map_err(|e| invalid(e.to_string()))?;
-                            headers.push((written + out.len() as u64, nh));
-                            out.extend_from_slice(&b);
-                            removed += n;
-                            changed = true;
-                        }
-                        Ok(Kept::Nothing(n)) => {
-                            removed += n;
-                            changed = true;
-                        }
-                        Err(e) => {
-                            pending_error = Some(e);
-                            break 'sources;
+        let result: io::Result<()> = async {
+            for seg in sources {
+                let mut chunks = Chunks::new(seg);
+                while let Some(chunk) = chunks.next(throttle).await? {
+                    for (at, h) in &chunk.batches {
+                        let bytes = &chunk.data[*at..*at + h.total_size()];
+                        match self.clean_batch(h, bytes, map, horizon)? {
+                            Kept::Whole => {
+                                headers.push((written + out.len() as u64, *h));
+                                out.extend_from_slice(bytes);
+                            }
+                            Kept::Rebuilt(b, n) => {
+                                let nh = RecordBatchHeader::parse(&b)
+                                    .map_err(|e| invalid(e.to_string()))?;
+                                headers.push((written + out.len() as u64, nh));
+                                out.extend_from_slice(&b);
+                                removed += n;
+                                changed = true;
+                            }
+                            Kept::Nothing(n) => {
+                                removed += n;
+                                changed = true;
+                            }
                         }
                     }
-                }
-                if !out.is_empty() {
-                    writer.write_all(&out).await?;
-                    written += out.len() as u64;
-                    throttle.account(out.len()).await;
-                    out.clear();
-                }
-                throttle.account(chunk.data.len()).await;
-                glommio::yield_if_needed().await;
-                pos += chunk.consumed as u64;
-                match chunk.stop {
-                    ScanStop::NeedMore { need } => want = need.max(CHUNK),
-                    ScanStop::End => break,
-                    stop => {
-                        pending_error = Some(invalid(format!(
-                            "segment {} of {} is damaged at byte {pos}: {stop}",
-                            seg.base_offset,
-                            seg.dir.display()
-                        )));
-                        break 'sources;
+                    if !out.is_empty() {
+                        writer.write_all(&out).await?;
+                        written += out.len() as u64;
+                        throttle.account(out.len()).await;
+                        out.clear();
                     }
                 }
             }
+            Ok(())
         }
+        .await;
         let closed = writer.close().await;
-        if let Some(e) = pending_error {
-            return Err(e);
-        }
+        result?;
         closed?;
         Ok(changed.then_some((removed, written, headers)))
     }
