@@ -66,6 +66,42 @@ pub struct Config {
     #[arg(long, env = "SHARDLOG_MAX_REQUEST_BYTES", default_value_t = 100 << 20)]
     pub max_request_bytes: usize,
 
+    /// Bytes of requests read from clients and not yet answered that the broker holds
+    /// at once, for the whole broker; each shard gets an equal share for the
+    /// connections it serves (Kafka `queued.max.request.bytes`). Over it, shards stop
+    /// reading from their sockets until responses go out. A request larger than a
+    /// shard's share waits until it is alone. 0: no limit.
+    #[arg(long, env = "SHARDLOG_QUEUED_MAX_REQUEST_BYTES", default_value_t = 256 << 20)]
+    pub queued_max_request_bytes: usize,
+
+    /// Bytes of requests read and not yet answered that one connection may hold; over
+    /// it the broker stops reading that connection until its responses go out (one
+    /// pipelining client cannot take a shard's whole share). 0: no limit.
+    #[arg(
+        long,
+        env = "SHARDLOG_QUEUED_MAX_REQUEST_BYTES_PER_CONNECTION",
+        default_value_t = 16 << 20
+    )]
+    pub queued_max_request_bytes_per_connection: usize,
+
+    /// Most client connections open at once over the whole broker (Kafka
+    /// `max.connections`); at the limit the broker stops accepting and new clients
+    /// wait in the listen backlog until a connection closes. Default: no limit.
+    #[arg(long, env = "SHARDLOG_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+
+    /// Most connections open at once from one client IP address (Kafka
+    /// `max.connections.per.ip`); one more is closed as soon as it is accepted, and
+    /// logged. Default: no limit.
+    #[arg(long, env = "SHARDLOG_MAX_CONNECTIONS_PER_IP")]
+    pub max_connections_per_ip: Option<usize>,
+
+    /// A connection with no request in flight that reads no byte for this long is
+    /// closed, in ms (Kafka `connections.max.idle.ms`); this also drops a client that
+    /// sent part of a frame and stalled. 0: never.
+    #[arg(long, env = "SHARDLOG_CONNECTIONS_MAX_IDLE_MS", default_value_t = 600_000)]
+    pub connections_max_idle_ms: u64,
+
     /// Create a topic when a Metadata request names it (Kafka
     /// `auto.create.topics.enable`; producers ask for metadata first).
     #[arg(
@@ -222,6 +258,11 @@ pub struct Config {
     #[arg(long, env = "SHARDLOG_ZERO_FILL_MAX_WRITE_BYTES", default_value_t = 256 << 10)]
     pub zero_fill_max_write_bytes: u64,
 
+    /// For tests of the panic path only: a request whose client id is this makes the
+    /// shard that reads it panic (the broker then logs the request and aborts).
+    #[arg(long, env = "SHARDLOG_DEBUG_PANIC_CLIENT_ID", hide = true)]
+    pub debug_panic_client_id: Option<String>,
+
     /// Log filter (tracing `EnvFilter` syntax), e.g. `info` or `shardlog=debug`.
     #[arg(long, env = "SHARDLOG_LOG", default_value = "info")]
     pub log: String,
@@ -271,6 +312,9 @@ impl Config {
         if self.cores == Some(0) {
             return Err("--cores must be at least 1".into());
         }
+        if self.max_connections == Some(0) || self.max_connections_per_ip == Some(0) {
+            return Err("--max-connections and --max-connections-per-ip must be at least 1".into());
+        }
         Ok(())
     }
 
@@ -279,6 +323,14 @@ impl Config {
     pub fn cache_bytes_per_shard(&self, shards: usize) -> usize {
         let total = self.cache_bytes.unwrap_or_else(|| default_cache_bytes(physical_memory()));
         total / shards.max(1)
+    }
+
+    /// One shard's share of `--queued-max-request-bytes`, in bytes (0: unlimited).
+    pub fn queued_request_bytes_per_shard(&self, shards: usize) -> usize {
+        match self.queued_max_request_bytes {
+            0 => 0,
+            total => (total / shards.max(1)).max(1),
+        }
     }
 
     /// The `host:port` clients are told to connect to.

@@ -9,7 +9,7 @@
 //! | --- | --- |
 //! | [`config`] | the clap `Config`: every flag with unit, default, `SHARDLOG_*` env |
 //! | [`protocol`] | no I/O: frames, headers, record batch view and scan, the records inside a batch (decode, rebuild a subset: compaction), strings |
-//! | [`net`] | per-core listener; `connection::serve`: frames in, responses out in order |
+//! | [`net`] | per-core listener; `connection::serve`: frames in, responses out in order; `limits`: connection counts, queued request bytes, idle timeout |
 //! | [`handlers`] | one file per Kafka API, one two-phase shape; the `apis!` table |
 //! | [`shard`] | per-core `Shard`; `ShardMessage`s; control plane; group runtime; retention pass; log cleaner task |
 //! | [`log`] | `PartitionLog`: segments (background read-ahead, zero fill ahead of small writes, retention, roll by age, the DeleteRecords start checkpoint, compaction), indexes, batch cache and its pooled arenas, recovery, producers |
@@ -20,7 +20,8 @@
 //! | [`config_ops`] | what AlterConfigs / IncrementalAlterConfigs do to a topic's overrides (pure) |
 //! | [`error`] | Kafka error codes (`ResponseError`) and internal errors' mapping |
 //! | [`clock`] | the wall clock in ms |
-//! | [`shutdown`] | the SIGINT/SIGTERM flag and the cross-shard drain barrier |
+//! | [`shutdown`] | the SIGINT/SIGTERM flag, the cross-shard start and drain barriers |
+//! | [`crash`] | the panic hook: log the request being served, abort |
 //!
 //! `ARCHITECTURE.md` follows a Produce and a Fetch through these modules.
 //!
@@ -46,6 +47,7 @@ pub mod clock;
 pub mod config;
 pub mod config_ops;
 pub mod coordinator;
+pub mod crash;
 pub mod error;
 pub mod handlers;
 pub mod log;

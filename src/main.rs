@@ -12,14 +12,16 @@ use nix::sys::resource::{getrlimit, setrlimit, Resource, RLIM_INFINITY};
 use nix::sys::signal::{SigSet, Signal};
 
 use shardlog::config::Config;
+use shardlog::net::limits::ConnectionLimits;
 use shardlog::shard::{serve::serve_mesh, Shard, ShardMessage};
-use shardlog::shutdown::Shutdown;
+use shardlog::shutdown::{Shutdown, Startup};
 
 /// Capacity of each shard-to-shard channel, in messages.
 const MESH_CHANNEL_CAPACITY: usize = 1024;
 
 fn main() -> ExitCode {
     keep_freed_memory();
+    shardlog::crash::install_hook();
     let config = Arc::new(Config::parse());
     let filter = tracing_subscriber::EnvFilter::try_new(&config.log)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
@@ -50,6 +52,16 @@ fn main() -> ExitCode {
                 error = %e,
                 "cannot lock the data dir; is another shardlog using it?"
             );
+            return ExitCode::FAILURE;
+        }
+    };
+
+    // One broker per listen address: with SO_REUSEPORT a second one would bind it too
+    // and silently take half the connections. Held until the process exits.
+    let _listen_lock = match claim_listen_address(config.listen) {
+        Ok(lock) => lock,
+        Err(e) => {
+            tracing::error!(listen = %config.listen, "{e}");
             return ExitCode::FAILURE;
         }
     };
@@ -103,6 +115,8 @@ fn main() -> ExitCode {
     );
 
     let shutdown = Shutdown::default();
+    let startup = Startup::default();
+    let limits = ConnectionLimits::new(config.max_connections, config.max_connections_per_ip);
     let mesh = MeshBuilder::<ShardMessage, _>::full(nr_shards, MESH_CHANNEL_CAPACITY);
     let pool = {
         let config = config.clone();
@@ -116,7 +130,14 @@ fn main() -> ExitCode {
                 .spin_before_park(std::time::Duration::from_micros(config.spin_before_park_us));
         }
         builder.on_all_shards(move || {
-            run_shard(config.clone(), mesh.clone(), shutdown.clone(), nr_shards)
+            run_shard(Lifecycle {
+                config: config.clone(),
+                mesh: mesh.clone(),
+                shutdown: shutdown.clone(),
+                startup: startup.clone(),
+                limits: limits.clone(),
+                nr_shards,
+            })
         })
     };
     let pool = match pool {
@@ -163,36 +184,48 @@ fn main() -> ExitCode {
     }
 }
 
-/// One shard's whole life: join the mesh, open its logs, serve, drain, close.
-async fn run_shard(
+/// What every shard is started with, shared by all of them.
+struct Lifecycle {
     config: Arc<Config>,
     mesh: MeshBuilder<ShardMessage, glommio::channels::channel_mesh::Full>,
     shutdown: Shutdown,
+    startup: Startup,
+    limits: Arc<ConnectionLimits>,
     nr_shards: usize,
-) -> Result<(), String> {
+}
+
+/// One shard's whole life: join the mesh, open its logs, wait until every shard has,
+/// listen, serve, drain, close.
+async fn run_shard(life: Lifecycle) -> Result<(), String> {
+    let Lifecycle { config, mesh, shutdown, startup, limits, nr_shards } = life;
     let (senders, receivers) =
         mesh.join().await.map_err(|_| "joining the shard mesh failed".to_string())?;
     let id = senders.peer_id();
-    let listener = TcpListener::bind(config.listen)
-        .map_err(|e| format!("shard {id}: cannot listen on {}: {e}", config.listen));
-    let shard = Shard::start(id, nr_shards, config.clone(), senders)
-        .await
-        .map_err(|e| format!("shard {id}: {e}"));
-    let (listener, shard) = match (listener, shard) {
-        (Ok(l), Ok(s)) => (l, s),
-        (Err(e), _) | (_, Err(e)) => {
+    let shard = match Shard::start(id, nr_shards, config.clone(), senders).await {
+        Ok(shard) => shard,
+        Err(e) => {
             // Make the other shards stop too: a broker without all its shards is broken.
             shutdown.request();
-            return Err(e);
+            return Err(format!("shard {id}: {e}"));
         }
     };
     let mesh_task = glommio::spawn_local(serve_mesh(shard.clone(), receivers));
+    if !startup.ready(nr_shards, &shutdown).await {
+        return Err(format!("shard {id}: another shard failed to start"));
+    }
+    let listener = match TcpListener::bind(config.listen) {
+        Ok(listener) => listener,
+        Err(e) => {
+            shutdown.request();
+            return Err(format!("shard {id}: cannot listen on {}: {e}", config.listen));
+        }
+    };
     let timers = glommio::spawn_local(shard.groups.clone().run_timers(shutdown.clone()));
     glommio::spawn_local(shardlog::shard::retention::run(shard.clone(), shutdown.clone())).detach();
     shardlog::shard::cleaner::spawn(shard.clone(), shutdown.clone());
     tracing::info!(shard = id, listen = %config.listen, "shard ready");
 
-    shardlog::net::listener::run(shard.clone(), listener, shutdown.clone()).await;
+    shardlog::net::listener::run(shard.clone(), listener, limits, shutdown.clone()).await;
     shutdown.drained(nr_shards).await;
     tracing::info!(shard = id, "all shards drained; closing logs");
     timers.await;
@@ -210,6 +243,52 @@ async fn run_shard(
     }
     tracing::debug!(shard = id, "shard stopped");
     Ok(())
+}
+
+/// Makes sure no other process listens on `addr`, and keeps another shardlog from
+/// starting on it while this one runs: binds the abstract Unix socket
+/// `@shardlog-listen-<addr>` (released by the kernel when the process exits, however
+/// it exits), then probes `addr` ([`probe_listen`]). Returns the socket to hold.
+fn claim_listen_address(
+    addr: std::net::SocketAddr,
+) -> Result<std::os::unix::net::UnixListener, String> {
+    use std::os::linux::net::SocketAddrExt;
+    let name = format!("shardlog-listen-{addr}");
+    let abstract_addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
+        .map_err(|e| format!("cannot name the listen lock {name}: {e}"))?;
+    let lock = std::os::unix::net::UnixListener::bind_addr(&abstract_addr).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AddrInUse {
+            format!("another shardlog is already listening on {addr}")
+        } else {
+            format!("cannot take the listen lock {name}: {e}")
+        }
+    })?;
+    if addr.port() != 0 {
+        probe_listen(addr).map_err(|e| {
+            format!("cannot listen on {addr}: {e} (is another broker or process using it?)")
+        })?;
+    }
+    Ok(lock)
+}
+
+/// Binds and listens on `addr` with SO_REUSEADDR and SO_REUSEPORT as the shards will,
+/// then closes: fails when another process listens there without SO_REUSEPORT (or as
+/// another user), not for the TIME_WAIT connections of an earlier run.
+fn probe_listen(addr: std::net::SocketAddr) -> nix::Result<()> {
+    use nix::sys::socket::{
+        bind, listen, setsockopt, socket, sockopt, AddressFamily, Backlog, SockFlag, SockType,
+        SockaddrIn, SockaddrIn6,
+    };
+    let family = if addr.is_ipv4() { AddressFamily::Inet } else { AddressFamily::Inet6 };
+    let fd = socket(family, SockType::Stream, SockFlag::SOCK_CLOEXEC, None)?;
+    setsockopt(&fd, sockopt::ReuseAddr, &true)?;
+    setsockopt(&fd, sockopt::ReusePort, &true)?;
+    let raw = std::os::fd::AsRawFd::as_raw_fd(&fd);
+    match addr {
+        std::net::SocketAddr::V4(a) => bind(raw, &SockaddrIn::from(a))?,
+        std::net::SocketAddr::V6(a) => bind(raw, &SockaddrIn6::from(a))?,
+    }
+    listen(&fd, Backlog::new(1)?)
 }
 
 /// Takes an exclusive, non-blocking `flock` on `<data-dir>/.lock`.

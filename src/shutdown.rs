@@ -3,6 +3,10 @@
 //! [`POLL_MS`] ms), stops accepting, lets its connections finish their in-flight
 //! requests, then waits until *every* shard has drained before closing its logs,
 //! since a draining connection may still append to another shard's partitions.
+//!
+//! Start-up has its barrier too ([`Startup`]): no shard listens before every shard has
+//! recovered its logs, so a client that connects early is refused by the kernel
+//! rather than accepted by a shard that then cannot serve its partitions.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -42,6 +46,30 @@ impl Shutdown {
         self.drained.fetch_add(1, Ordering::SeqCst);
         while self.drained.load(Ordering::SeqCst) < nr_shards {
             glommio::timer::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
+/// The cross-shard start barrier; cheap to clone, shared by all shards.
+#[derive(Clone, Default)]
+pub struct Startup {
+    ready: Arc<AtomicUsize>,
+}
+
+impl Startup {
+    /// Records that this shard has recovered and serves its mesh, then resolves once
+    /// all `nr_shards` shards have (`true`), or once shutdown is requested, e.g.
+    /// because a shard failed to start (`false`).
+    pub async fn ready(&self, nr_shards: usize, shutdown: &Shutdown) -> bool {
+        self.ready.fetch_add(1, Ordering::SeqCst);
+        loop {
+            if shutdown.is_requested() {
+                return false;
+            }
+            if self.ready.load(Ordering::SeqCst) >= nr_shards {
+                return true;
+            }
+            glommio::timer::sleep(Duration::from_millis(2)).await;
         }
     }
 }

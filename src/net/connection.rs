@@ -4,8 +4,11 @@
 //! allocation), dispatches each request in arrival order, and queues its outcome;
 //! a writer awaits the queued outcomes *in order* and writes the responses. At most
 //! [`MAX_IN_FLIGHT`] requests wait for their responses; beyond that the reader stops
-//! reading (back-pressure). A malformed request, an unknown API key or an oversized
-//! frame closes the connection with a logged reason; nothing else is affected.
+//! reading (back-pressure), and so it does while the bytes of its unanswered requests
+//! are over the connection's or the shard's budget ([`super::limits`]). A connection
+//! with nothing in flight that reads nothing for `--connections-max-idle-ms` is closed.
+//! A malformed request, an unknown API key or an oversized frame closes the connection
+//! with a logged reason; nothing else is affected.
 
 use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
@@ -18,8 +21,10 @@ use glommio::net::TcpStream;
 use kafka_protocol::messages::{ApiKey, ResponseHeader, ResponseKind};
 use kafka_protocol::protocol::Encodable;
 
+use super::limits::{ConnectionBudget, Reservation};
 use super::segments::Segments;
 use super::split::{write_all_parts, Half};
+use crate::crash::{Label, Labeled};
 use crate::handlers::{self, Ctx, Dispatched, Outcome};
 use crate::protocol::frame::{check_frame_length, decode_request};
 use crate::shard::Shard;
@@ -39,17 +44,57 @@ const MAX_GROWTH: usize = 1 << 20;
 struct Queued {
     correlation_id: i32,
     dispatched: Dispatched,
+    /// The request's bytes in the budgets, given back once its response is written.
+    reservation: Reservation,
+    /// Names the request in a panic report while its response is being finished.
+    label: Rc<Label>,
 }
 
 /// How many queued responses the writer has not finished, and who waits for none.
 /// Lives on the connection's core, shared by its reader and writer.
-#[derive(Default)]
 struct InFlight {
     queued: Cell<usize>,
     idle: RefCell<Option<futures_channel::oneshot::Sender<()>>>,
+    /// Requests the reader is dispatching (or serving serially) and has not queued yet.
+    handling: Cell<usize>,
+    /// When a read returned bytes or a response was written last.
+    last_active: Cell<std::time::Instant>,
+}
+
+impl Default for InFlight {
+    fn default() -> Self {
+        InFlight {
+            queued: Cell::new(0),
+            idle: RefCell::new(None),
+            handling: Cell::new(0),
+            last_active: Cell::new(std::time::Instant::now()),
+        }
+    }
 }
 
 impl InFlight {
+    fn touch(&self) {
+        self.last_active.set(std::time::Instant::now());
+    }
+
+    /// Resolves once the connection has had nothing in flight and no traffic for
+    /// `max_idle` (Kafka's `connections.max.idle.ms`); never when `max_idle` is zero.
+    async fn idle_for(&self, max_idle: std::time::Duration) {
+        if max_idle.is_zero() {
+            return future::pending().await;
+        }
+        loop {
+            let since = self.last_active.get().elapsed();
+            let busy = self.queued.get() > 0 || self.handling.get() > 0;
+            if since >= max_idle && !busy {
+                return;
+            }
+            // Busy: look again a whole period later (activity resets the clock anyway).
+            let wait = if since >= max_idle { max_idle } else { max_idle - since };
+            glommio::timer::sleep(wait).await;
+        }
+    }
+
     /// Resolves once every queued response has been written (or the writer ended).
     async fn drained(&self) {
         if self.queued.get() == 0 {
@@ -72,7 +117,7 @@ impl InFlight {
 
 /// Serves one connection until the client closes it, it misbehaves, or `stop`
 /// resolves (shutdown: in-flight requests still get their responses).
-pub async fn serve(shard: Rc<Shard>, stream: TcpStream, stop: Shutdown) {
+pub async fn serve(shard: Rc<Shard>, stream: TcpStream, budget: ConnectionBudget, stop: Shutdown) {
     let _ = stream.set_nodelay(true);
     let peer = stream.peer_addr().ok();
     let stream = Rc::new(RefCell::new(stream));
@@ -88,8 +133,18 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, stop: Shutdown) {
     .detach();
 
     let reader = Half(stream.clone());
+    let max_idle = std::time::Duration::from_millis(shard.config.connections_max_idle_ms);
     let read_side = async {
-        future::or(read_loop(&shard, reader, tx, peer, &in_flight), stop.requested()).await;
+        let idle = async {
+            in_flight.idle_for(max_idle).await;
+            tracing::debug!(
+                ?peer,
+                idle_ms = max_idle.as_millis() as u64,
+                "closing idle connection"
+            );
+        };
+        let reading = read_loop(&shard, reader, tx, peer, &in_flight, &budget);
+        future::or(future::or(reading, idle), stop.requested()).await;
         // `tx` is gone: the writer drains what is queued, then ends.
         future::pending::<()>().await
     };
@@ -111,6 +166,7 @@ async fn read_loop(
     tx: LocalSender<Queued>,
     peer: Option<SocketAddr>,
     in_flight: &InFlight,
+    budget: &ConnectionBudget,
 ) {
     let max = shard.config.max_request_bytes;
     // Formatted once per connection, not per request.
@@ -118,7 +174,7 @@ async fn read_loop(
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     loop {
         // Complete the 4-byte length prefix, then the frame.
-        if !fill(&mut reader, &mut buf, 4).await {
+        if !fill(&mut reader, &mut buf, 4, in_flight).await {
             return;
         }
         let prefix = [buf[0], buf[1], buf[2], buf[3]];
@@ -129,9 +185,19 @@ async fn read_loop(
                 return;
             }
         };
-        if !fill(&mut reader, &mut buf, 4 + size).await {
+        // Room in the budgets first: over them, this connection reads nothing more. Not
+        // idle meanwhile: the broker, not the client, is what it waits for.
+        let reservation = {
+            let _waiting = Handling::start(in_flight);
+            budget.reserve(4 + size).await
+        };
+        in_flight.touch();
+        // A client that stalls inside a frame is idle, though.
+        if !fill(&mut reader, &mut buf, 4 + size, in_flight).await {
             return;
         }
+        // From here the request is the reader's: the connection is not idle.
+        let handling = Handling::start(in_flight);
         let _ = buf.split_to(4);
         let frame: Bytes = buf.split_to(size).freeze();
         let mut request = match decode_request(frame) {
@@ -143,6 +209,19 @@ async fn read_loop(
         };
         let (correlation_id, api_key, api_version) =
             (request.correlation_id, request.api_key, request.api_version);
+        let label = Rc::new(Label::Request {
+            api_key,
+            api_version,
+            correlation_id,
+            client_id: request.client_id.clone(),
+            peer,
+        });
+        if shard.config.debug_panic_client_id.as_deref() == Some(request.client_id.as_str()) {
+            let _label = Labeled::new(label.clone(), async {
+                panic!("--debug-panic-client-id matched this request's client id")
+            })
+            .await;
+        }
         let ctx = Ctx {
             shard: shard.clone(),
             api_version,
@@ -153,22 +232,23 @@ async fn read_loop(
             // It changes what earlier requests act on: let them finish first.
             in_flight.drained().await;
         }
-        let mut dispatched = match handlers::dispatch(&ctx, request).await {
-            Ok(d) => d,
-            Err(refusal) => {
-                tracing::warn!(
-                    ?peer,
-                    api_key,
-                    api_version,
-                    ?refusal,
-                    "closing connection: request refused"
-                );
-                return;
-            }
-        };
+        let mut dispatched =
+            match Labeled::new(label.clone(), handlers::dispatch(&ctx, request)).await {
+                Ok(d) => d,
+                Err(refusal) => {
+                    tracing::warn!(
+                        ?peer,
+                        api_key,
+                        api_version,
+                        ?refusal,
+                        "closing connection: request refused"
+                    );
+                    return;
+                }
+            };
         if let Outcome::Serial(serial) = dispatched.outcome {
             // The next request must see this one's effect: finish it before reading on.
-            dispatched.outcome = match serial.await {
+            dispatched.outcome = match Labeled::new(label.clone(), serial).await {
                 Some(response) => Outcome::Ready(response),
                 None => {
                     tracing::warn!(
@@ -181,22 +261,39 @@ async fn read_loop(
             };
         }
         in_flight.queued.set(in_flight.queued.get() + 1);
-        if tx.send(Queued { correlation_id, dispatched }).await.is_err() {
+        drop(handling);
+        if tx.send(Queued { correlation_id, dispatched, reservation, label }).await.is_err() {
             return;
         }
     }
 }
 
+/// Counts a request as being handled by the reader until dropped.
+struct Handling<'a>(&'a InFlight);
+
+impl<'a> Handling<'a> {
+    fn start(in_flight: &'a InFlight) -> Self {
+        in_flight.handling.set(in_flight.handling.get() + 1);
+        Handling(in_flight)
+    }
+}
+
+impl Drop for Handling<'_> {
+    fn drop(&mut self) {
+        self.0.handling.set(self.0.handling.get().saturating_sub(1));
+    }
+}
+
 /// Reads until `buf` holds at least `want` bytes; false on EOF or error. Reads go into
 /// the buffer's spare capacity, which is never zero-filled.
-async fn fill(reader: &mut Half, buf: &mut BytesMut, want: usize) -> bool {
+async fn fill(reader: &mut Half, buf: &mut BytesMut, want: usize, in_flight: &InFlight) -> bool {
     while buf.len() < want {
         // Grow with the bytes that arrive, not with the declared frame size: a client
         // that announces 100 MiB and sends nothing costs one chunk, not 100 MiB.
         let chunk = (want - buf.len()).clamp(READ_CHUNK, MAX_GROWTH);
         match reader.read_into(buf, chunk).await {
             Ok(0) | Err(_) => return false,
-            Ok(_) => {}
+            Ok(_) => in_flight.touch(),
         }
     }
     true
@@ -208,8 +305,10 @@ async fn write_loop(
     peer: Option<SocketAddr>,
     in_flight: &InFlight,
 ) {
-    while let Some(Queued { correlation_id, dispatched }) = rx.recv().await {
-        let open = write_one(&mut writer, correlation_id, dispatched, peer).await;
+    while let Some(Queued { correlation_id, dispatched, reservation, label }) = rx.recv().await {
+        let open = write_one(&mut writer, correlation_id, dispatched, peer, label).await;
+        drop(reservation);
+        in_flight.touch();
         in_flight.done_one();
         if !open {
             return;
@@ -225,11 +324,12 @@ async fn write_one(
     correlation_id: i32,
     dispatched: Dispatched,
     peer: Option<SocketAddr>,
+    label: Rc<Label>,
 ) -> bool {
     let Dispatched { api, response_version, outcome } = dispatched;
     let response = match outcome {
         Outcome::Ready(r) => r,
-        Outcome::Later(later) | Outcome::Serial(later) => match later.await {
+        Outcome::Later(later) | Outcome::Serial(later) => match Labeled::new(label, later).await {
             Some(r) => r,
             None => {
                 // Responses leave in request order: without this one, none of the

@@ -9,21 +9,50 @@ use glommio::net::TcpListener;
 use glommio::sync::Gate;
 
 use super::connection;
+use super::limits::{ConnectionLimits, Refused, RequestBudget};
 use crate::shard::Shard;
 use crate::shutdown::Shutdown;
 
 /// How long shutdown waits for connections to finish their in-flight requests.
 pub const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// How often a listener at `--max-connections` looks again, in ms.
+const FULL_POLL_MS: u64 = 20;
+
 /// Accepts connections until `stop` resolves, then waits for every connection to
-/// finish its in-flight requests. Lives on one shard.
-pub async fn run(shard: Rc<Shard>, listener: TcpListener, stop: Shutdown) {
+/// finish its in-flight requests. Lives on one shard; `limits` is shared by all.
+pub async fn run(
+    shard: Rc<Shard>,
+    listener: TcpListener,
+    limits: std::sync::Arc<ConnectionLimits>,
+    stop: Shutdown,
+) {
     let gate = Rc::new(Gate::new());
+    let config = &shard.config;
+    let budget = RequestBudget::new(
+        config.queued_request_bytes_per_shard(shard.nr_shards) as u64,
+        config.queued_max_request_bytes_per_connection as u64,
+    );
     let mut failures = 0u32;
+    let mut full_logged = false;
     loop {
         if stop.is_requested() {
             break;
         }
+        if limits.full() {
+            // Kafka's acceptor blocks the same way: clients wait in the backlog.
+            if !full_logged {
+                tracing::warn!(
+                    shard = shard.id,
+                    open = limits.open(),
+                    "--max-connections reached; not accepting until a connection closes"
+                );
+                full_logged = true;
+            }
+            glommio::timer::sleep(std::time::Duration::from_millis(FULL_POLL_MS)).await;
+            continue;
+        }
+        full_logged = false;
         let accepted = future::or(async { Some(listener.accept().await) }, async {
             stop.clone().requested().await;
             None
@@ -33,9 +62,38 @@ pub async fn run(shard: Rc<Shard>, listener: TcpListener, stop: Shutdown) {
             None => break,
             Some(Ok(stream)) => {
                 failures = 0;
+                let peer = stream.peer_addr().ok();
+                let admitted = loop {
+                    match limits.admit(peer.map(|p| p.ip())) {
+                        Ok(admitted) => break Some(admitted),
+                        // Another shard took the last place while this one accepted:
+                        // hold the connection unread until a place frees.
+                        Err(Refused::Full) if !stop.is_requested() => {
+                            glommio::timer::sleep(std::time::Duration::from_millis(FULL_POLL_MS))
+                                .await
+                        }
+                        Err(Refused::Full) => break None,
+                        Err(refused) => {
+                            tracing::info!(
+                                ?peer,
+                                ?refused,
+                                "closing new connection: too many connections"
+                            );
+                            break None;
+                        }
+                    }
+                };
+                let Some(admitted) = admitted else {
+                    drop(stream);
+                    continue;
+                };
                 let shard = shard.clone();
                 let stop = stop.clone();
-                match gate.spawn(async move { connection::serve(shard, stream, stop).await }) {
+                let budget = budget.connection();
+                match gate.spawn(async move {
+                    connection::serve(shard, stream, budget, stop).await;
+                    drop(admitted);
+                }) {
                     Ok(task) => {
                         task.detach();
                     }

@@ -3,6 +3,7 @@
 //! [`crate::handlers`], and responses written strictly in request order.
 
 pub mod connection;
+pub mod limits;
 pub mod listener;
 mod segments;
 mod split;

@@ -21,6 +21,7 @@ use super::messages::{
 };
 use super::state::Shard;
 use crate::broker_config::BrokerDefaults;
+use crate::crash::{Label, Labeled};
 use crate::error::{KafkaResult, ResponseError};
 use crate::log::start_offset::DeleteRecordsError;
 use crate::log::{AppendError, AppendInfo, PartitionLog, ReadError};
@@ -36,8 +37,16 @@ pub async fn serve_mesh(shard: Rc<Shard>, mut receivers: Receivers<ShardMessage>
     for (peer, mut stream) in streams {
         let shard = shard.clone();
         tasks.push(glommio::spawn_local(async move {
+            // One label per kind, made once: messages are the data path.
+            let [data, control, catalog] = ["data", "control", "catalog"]
+                .map(|kind| Rc::new(Label::ShardMessage { from: peer, kind }));
             while let Some(message) = stream.next().await {
-                execute(&shard, message).await;
+                let label = match &message {
+                    ShardMessage::Data(_) => &data,
+                    ShardMessage::Control(_) => &control,
+                    ShardMessage::Catalog(_) => &catalog,
+                };
+                Labeled::new(label.clone(), execute(&shard, message)).await;
             }
             tracing::debug!(peer, "mesh stream from peer closed");
         }));

@@ -1,0 +1,296 @@
+"""Connection limits, queued request bytes, idle connections, one broker per address,
+start-up and panics: what the broker holds back or refuses, seen from raw sockets.
+
+Flags under test: --connections-max-idle-ms, --max-connections, --max-connections-per-ip,
+--queued-max-request-bytes (and -per-connection), the listen lock, the panic hook.
+"""
+
+from __future__ import annotations
+
+import resource
+import socket
+import struct
+import subprocess
+import threading
+import time
+
+from kafka.admin import KafkaAdminClient, NewTopic
+
+from helpers import (
+    Broker,
+    Reader,
+    connection_closed_by_peer,
+    enc_str,
+    frame,
+    raw_connect,
+    recv_frame,
+    request_header_v1,
+    shardlog_bin,
+)
+
+
+def api_versions_frame(correlation_id: int, client_id: str = "raw-test") -> bytes:
+    return frame(request_header_v1(18, 0, correlation_id, client_id))
+
+
+def answered(sock: socket.socket, correlation_id: int, timeout: float) -> bool:
+    """Sends ApiVersions v0 and says whether its answer came within `timeout` s."""
+    sock.sendall(api_versions_frame(correlation_id))
+    sock.settimeout(timeout)
+    try:
+        r = Reader(recv_frame(sock))
+    except socket.timeout:
+        return False
+    assert r.i32() == correlation_id
+    assert r.i16() == 0
+    return True
+
+
+def connect_served(bootstrap: str, within: float = 10) -> socket.socket:
+    """A connection the broker serves, retried while it closes new ones."""
+    deadline = time.monotonic() + within
+    while True:
+        s = raw_connect(bootstrap)
+        try:
+            if answered(s, 0, timeout=1):
+                return s
+        except (ConnectionError, OSError):
+            pass
+        s.close()
+        assert time.monotonic() < deadline, f"no connection served within {within} s"
+        time.sleep(0.1)
+
+
+def fetch_v4_frame(correlation_id: int, topic: str, max_wait_ms: int) -> bytes:
+    """Fetch v4 of partition 0 from offset 0: a long poll on an empty partition."""
+    body = struct.pack(">iiiib", -1, max_wait_ms, 1, 1 << 20, 0)
+    body += struct.pack(">i", 1) + enc_str(topic)
+    body += struct.pack(">i", 1) + struct.pack(">iqi", 0, 0, 1 << 20)
+    return frame(request_header_v1(1, 4, correlation_id) + body)
+
+
+# ------------------------------------------------------------------ idle connections
+
+
+def test_a_stalled_half_frame_is_dropped_after_the_idle_timeout(broker_factory):
+    b = broker_factory("--connections-max-idle-ms", "600")
+    with raw_connect(b.bootstrap) as s:
+        # 100 bytes announced, 10 sent, then nothing.
+        s.sendall(struct.pack(">i", 100) + b"\x00" * 10)
+        start = time.monotonic()
+        closed, got = connection_closed_by_peer(s, timeout=10)
+        waited = time.monotonic() - start
+    assert closed and got == b""
+    assert 0.5 <= waited < 5, waited
+
+
+def test_an_active_connection_is_not_idle(broker_factory):
+    b = broker_factory("--connections-max-idle-ms", "600")
+    with raw_connect(b.bootstrap) as s:
+        # A request every 200 ms for 2 s: more than three idle periods in all.
+        for i in range(10):
+            assert answered(s, i, timeout=5)
+            time.sleep(0.2)
+        # Then silence: closed within about one period.
+        closed, _ = connection_closed_by_peer(s, timeout=10)
+        assert closed
+
+
+def test_a_long_poll_longer_than_the_idle_timeout_is_answered(broker_factory):
+    b = broker_factory("--connections-max-idle-ms", "500")
+    with KafkaAdminClient(bootstrap_servers=b.bootstrap) as admin:
+        admin.create_topics([NewTopic("idle-poll", 1, 1)])
+    with raw_connect(b.bootstrap) as s:
+        s.sendall(fetch_v4_frame(3, "idle-poll", 1500))
+        s.settimeout(10)
+        r = Reader(recv_frame(s))
+        assert r.i32() == 3
+
+
+# ------------------------------------------------------------------ connection counts
+
+
+def test_max_connections_per_ip_closes_the_one_too_many(broker_factory):
+    b = broker_factory("--max-connections-per-ip", "2")
+    # (The test harness's start-up probe connection may still be counted for a moment.)
+    first, second = connect_served(b.bootstrap), connect_served(b.bootstrap)
+    try:
+        with raw_connect(b.bootstrap) as third:
+            closed, got = connection_closed_by_peer(third, timeout=5)
+            assert closed and got == b""
+        first.close()
+        # Its place comes back once the broker has seen it close.
+        connect_served(b.bootstrap).close()
+    finally:
+        first.close()
+        second.close()
+
+
+def test_max_connections_makes_new_clients_wait_in_the_backlog(broker_factory):
+    b = broker_factory("--max-connections", "2")
+    first, second = raw_connect(b.bootstrap), raw_connect(b.bootstrap)
+    third = None
+    try:
+        assert answered(first, 1, timeout=5)
+        assert answered(second, 2, timeout=5)
+        third = raw_connect(b.bootstrap)  # the kernel completes the handshake
+        assert not answered(third, 3, timeout=1.0)  # but the broker does not accept it
+        first.close()
+        third.settimeout(5)
+        r = Reader(recv_frame(third))  # the request sent above, answered once accepted
+        assert r.i32() == 3
+    finally:
+        for s in (first, second, third):
+            if s is not None:
+                s.close()
+
+
+# ------------------------------------------------------------------ queued request bytes
+
+
+def test_the_shard_budget_stops_reading_until_a_response_goes_out(broker_factory):
+    topic = "budget"
+    poll = fetch_v4_frame(9, topic, 1500)
+    # One shard; its whole budget is the long poll's size: while the poll waits, no
+    # other request can be read on that shard.
+    b = broker_factory("--queued-max-request-bytes", str(len(poll)), cores=1)
+    with KafkaAdminClient(bootstrap_servers=b.bootstrap) as admin:
+        admin.create_topics([NewTopic(topic, 1, 1)])
+    with raw_connect(b.bootstrap) as a, raw_connect(b.bootstrap) as other:
+        assert answered(other, 1, timeout=5)
+        start = time.monotonic()
+        a.sendall(poll)
+        time.sleep(0.2)
+        assert answered(other, 2, timeout=10)
+        waited = time.monotonic() - start
+        a.settimeout(5)
+        assert Reader(recv_frame(a)).i32() == 9
+    assert waited >= 1.3, f"the second request was read while the budget was spent ({waited:.2f} s)"
+
+
+def test_without_a_spent_budget_other_connections_are_not_held_up(broker_factory):
+    topic = "budget"
+    b = broker_factory(cores=1)
+    with KafkaAdminClient(bootstrap_servers=b.bootstrap) as admin:
+        admin.create_topics([NewTopic(topic, 1, 1)])
+    with raw_connect(b.bootstrap) as a, raw_connect(b.bootstrap) as other:
+        a.sendall(fetch_v4_frame(9, topic, 1500))
+        time.sleep(0.2)
+        start = time.monotonic()
+        assert answered(other, 2, timeout=10)
+        assert time.monotonic() - start < 1.0
+        a.settimeout(5)
+        assert Reader(recv_frame(a)).i32() == 9
+
+
+def test_pipelined_requests_larger_than_the_budgets_are_all_answered_in_order(broker_factory):
+    # Every request is larger than both budgets: each waits until it is alone, and none
+    # is lost or reordered.
+    b = broker_factory("--queued-max-request-bytes", "16", "--queued-max-request-bytes-per-connection", "8")
+    with raw_connect(b.bootstrap) as s:
+        s.sendall(b"".join(api_versions_frame(i) for i in range(100)))
+        s.settimeout(10)
+        got = [Reader(recv_frame(s)).i32() for _ in range(100)]
+    assert got == list(range(100))
+
+
+# ------------------------------------------------------------------ one broker per address
+
+
+def start_second(listen: str, workdir) -> subprocess.CompletedProcess:
+    data = workdir / "second-data"
+    data.mkdir()
+    return subprocess.run(
+        [str(shardlog_bin()), "--listen", listen, "--data-dir", str(data), "--cores", "1"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+
+def test_a_second_shardlog_on_the_same_address_refuses_to_start(broker_factory, tmp_path):
+    b = broker_factory()
+    second = start_second(b.bootstrap, tmp_path)
+    assert second.returncode == 1
+    assert f"another shardlog is already listening on {b.bootstrap}" in second.stderr
+    # The first one is untouched.
+    with raw_connect(b.bootstrap) as s:
+        assert answered(s, 1, timeout=5)
+
+
+def test_a_port_taken_by_another_process_is_refused(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        listen = "127.0.0.1:%d" % taken.getsockname()[1]
+        second = start_second(listen, tmp_path)
+    assert second.returncode == 1
+    assert f"cannot listen on {listen}" in second.stderr
+
+
+# ------------------------------------------------------------------ start-up and panics
+
+
+def test_clients_during_start_up_are_refused_or_answered_never_reset(tmp_path):
+    b = Broker(shardlog_bin(), tmp_path / "b")
+    # Something to recover: 200 partitions.
+    b.start()
+    with KafkaAdminClient(bootstrap_servers=b.bootstrap) as admin:
+        admin.create_topics([NewTopic("many", 200, 1)])
+    b.stop()
+    outcomes = {"refused": 0, "answered": 0}
+    failures = []
+    stop = threading.Event()
+
+    def probe():
+        i = 0
+        while not stop.is_set():
+            i += 1
+            try:
+                s = socket.create_connection((b.host, b.port), timeout=5)
+            except ConnectionRefusedError:
+                outcomes["refused"] += 1
+                time.sleep(0.002)
+                continue
+            try:
+                with s:
+                    ok = answered(s, i, timeout=10)
+                if ok:
+                    outcomes["answered"] += 1
+                else:
+                    failures.append("no answer within 10 s")
+            except (OSError, AssertionError) as e:
+                failures.append(repr(e))
+
+    t = threading.Thread(target=probe)
+    t.start()
+    try:
+        b.start()
+        time.sleep(0.5)
+    finally:
+        stop.set()
+        t.join(30)
+        b.stop()
+    assert failures == []
+    assert outcomes["answered"] > 0
+
+
+def test_a_panic_is_logged_with_its_request_and_ends_the_process(tmp_path):
+    b = Broker(shardlog_bin(), tmp_path / "b", extra_args=["--debug-panic-client-id", "boom"])
+    soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, hard))  # no core file in the temp dir
+    try:
+        b.start()
+    finally:
+        resource.setrlimit(resource.RLIMIT_CORE, (soft, hard))
+    with raw_connect(b.bootstrap) as s:
+        assert answered(s, 1, timeout=5)  # another client id: served
+        s.sendall(api_versions_frame(77, client_id="boom"))
+        closed, _ = connection_closed_by_peer(s, timeout=10)
+        assert closed
+    rc = b.proc.wait(timeout=10)
+    b._close_stderr()
+    assert rc == -6  # SIGABRT
+    log = b.stderr_path.read_text()
+    assert "panic:" in log
+    assert 'request api_key=18 api_version=0 correlation_id=77 client_id="boom"' in log
