@@ -11,7 +11,7 @@ use std::rc::Rc;
 
 use super::producer_state::ProducerState;
 use super::segment::Segment;
-use crate::protocol::batch::ScanStop;
+use crate::protocol::batch::{RecordBatchHeader, ScanStop};
 
 /// File holding the producer-state snapshot (see [`ProducerState::encode_snapshot`]).
 pub const SNAPSHOT_FILE: &str = "producer.snapshot";
@@ -58,6 +58,25 @@ fn remove_unfinished_cleaning(dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// Whether a whole, CRC-valid batch `h` can follow in a segment based at
+/// `segment_base` whose data so far ends before `expected`; see
+/// [`ScanStop::BadOffsets`].
+pub fn check_offsets(
+    segment_base: i64,
+    expected: i64,
+    h: &RecordBatchHeader,
+) -> Result<(), ScanStop> {
+    let last = h.last_offset();
+    if h.base_offset < expected || last < h.base_offset || last - segment_base > i32::MAX as i64 {
+        return Err(ScanStop::BadOffsets {
+            base_offset: h.base_offset,
+            last_offset: last,
+            expected,
+        });
+    }
+    Ok(())
+}
+
 /// Scans `seg` from 0, rebuilding its indexes, truncating anything after the last valid
 /// batch (logged). Returns the number of bytes cut.
 async fn scan_and_repair(seg: &Segment, interval: u64) -> io::Result<u64> {
@@ -67,7 +86,13 @@ async fn scan_and_repair(seg: &Segment, interval: u64) -> io::Result<u64> {
     seg.max_ts.set(None);
     seg.next_offset.set(seg.base_offset);
     let file_end = seg.size.get();
-    let (valid, stop) = seg.scan(0, file_end, |pos, h| seg.note_batch(pos, h, interval)).await?;
+    let (valid, stop) = seg
+        .scan(0, file_end, |pos, h| {
+            check_offsets(seg.base_offset, seg.next_offset.get(), h)?;
+            seg.note_batch(pos, h, interval);
+            Ok(())
+        })
+        .await?;
     let cut = file_end - valid;
     if cut > 0 {
         // Zeros after the last batch of a segment that was not closed (the padding to
@@ -158,6 +183,7 @@ pub async fn recover(dir: &Path, interval: u64) -> io::Result<Recovered> {
             if h.base_offset >= from {
                 producers.record(h);
             }
+            Ok(())
         })
         .await?;
     }

@@ -367,14 +367,16 @@ impl Segment {
         &self,
         from: u64,
         mut file_end: u64,
-        mut f: impl FnMut(u64, &RecordBatchHeader),
+        mut f: impl FnMut(u64, &RecordBatchHeader) -> Result<(), ScanStop>,
     ) -> io::Result<(u64, ScanStop)> {
         let mut pos = from;
         let mut want = SCAN_CHUNK;
         loop {
             let chunk = self.scan_chunk(pos, want, &mut file_end).await?;
             for (at, h) in &chunk.batches {
-                f(pos + *at as u64, h);
+                if let Err(stop) = f(pos + *at as u64, h) {
+                    return Ok((pos + *at as u64, stop));
+                }
             }
             pos += chunk.consumed as u64;
             match chunk.stop {
@@ -554,10 +556,17 @@ fn slice(r: &ReadResult, at: usize, len: usize) -> ReadResult {
     ReadResult::slice(r, at, len).unwrap_or_default()
 }
 
-/// Writes `data` to `path` via a temporary file and a rename.
+/// Writes `data` to `path` via a temporary file, synced before it is renamed into
+/// place: after a crash (even of the machine) `path` holds the old or the new bytes,
+/// never a torn mix or an empty file. Blocking std I/O: for small files written at a
+/// roll, a close or a cleaner pass, never per request.
 pub fn write_atomic(path: &Path, data: &[u8]) -> io::Result<()> {
+    use std::io::Write;
     let tmp = PathBuf::from(format!("{}.tmp", path.display()));
-    std::fs::write(&tmp, data)?;
+    let mut file = std::fs::File::create(&tmp)?;
+    file.write_all(data)?;
+    file.sync_data()?;
+    drop(file);
     std::fs::rename(&tmp, path)
 }
 

@@ -319,6 +319,14 @@ pub enum ScanStop {
     /// [`BatchError::InvalidLength`] or [`BatchError::CorruptCrc`] (never
     /// [`BatchError::Truncated`], which is `NeedMore` or `TornTail` here).
     Corrupt(BatchError),
+    /// A whole batch whose CRC checks, but whose offsets cannot come next: its base offset
+    /// is below `expected` (the offset after the batch before it, or the segment's base
+    /// offset), its last offset is below its base offset, or it is more than `i32::MAX`
+    /// past the segment's base offset (Kafka keeps relative offsets in 32 bits). The
+    /// batch's first 8 bytes (baseOffset) are outside the CRC, so this is how damage to
+    /// them shows. Found by the log's recovery, not by [`BatchScan`], which does not know
+    /// the offsets expected.
+    BadOffsets { base_offset: i64, last_offset: i64, expected: i64 },
 }
 
 impl fmt::Display for ScanStop {
@@ -333,6 +341,11 @@ impl fmt::Display for ScanStop {
             }
             ScanStop::ZeroPadding => write!(f, "zero padding after the last batch (end of data)"),
             ScanStop::Corrupt(e) => write!(f, "corrupt batch: {e}"),
+            ScanStop::BadOffsets { base_offset, last_offset, expected } => write!(
+                f,
+                "batch with offsets {base_offset}..={last_offset} where offset {expected} or \
+                 later was expected (damaged base offset?)"
+            ),
         }
     }
 }
