@@ -76,7 +76,7 @@ async fn execute_data(shard: &Rc<Shard>, request: DataRequest) {
     match request {
         DataRequest::Append { topic, partition, batch, now_ms, reply } => {
             let Some(owned) = shard.log(&topic, partition) else {
-                let _ = reply.send(Err(not_here(shard, &topic)));
+                let _ = reply.send(Err(not_here(shard, &topic, partition)));
                 return;
             };
             match start_append(&owned.log, batch, now_ms).await {
@@ -93,7 +93,7 @@ async fn execute_data(shard: &Rc<Shard>, request: DataRequest) {
             let mut writing = false;
             for PartitionBatches { topic, partition, batches } in partitions {
                 let Some(owned) = shard.log(&topic, partition) else {
-                    started.push(vec![Started::Done(Err(not_here(shard, &topic)))]);
+                    started.push(vec![Started::Done(Err(not_here(shard, &topic, partition)))]);
                     continue;
                 };
                 let mut appends = Vec::with_capacity(batches.len());
@@ -159,7 +159,7 @@ async fn execute_data(shard: &Rc<Shard>, request: DataRequest) {
             spawn_detached(async move {
                 let answer = match shard.readable_log(&topic, partition).await {
                     Some(log) => Ok((log.log_start_offset(), log.log_end_offset())),
-                    None => Err(not_here(&shard, &topic)),
+                    None => Err(not_here(&shard, &topic, partition)),
                 };
                 let _ = reply.send(answer);
             });
@@ -187,7 +187,7 @@ async fn execute_data(shard: &Rc<Shard>, request: DataRequest) {
                             last_timestamp: e.last_timestamp,
                         })
                         .collect()),
-                    None => Err(not_here(&shard, &topic)),
+                    None => Err(not_here(&shard, &topic, partition)),
                 };
                 let _ = reply.send(answer);
             });
@@ -293,7 +293,14 @@ fn spawn_detached(f: impl Future<Output = ()> + 'static) {
 
 /// UNKNOWN_TOPIC_OR_PARTITION when the catalog lacks the partition, else
 /// NOT_LEADER_OR_FOLLOWER (its log is not open here yet: clients retry).
-fn not_here(shard: &Shard, topic: &str) -> ResponseError {
+/// The error for a partition this shard has no open log of: KAFKA_STORAGE_ERROR while
+/// its log cannot be opened (and another try is started, see
+/// [`Shard::open_failure`]), NOT_LEADER_OR_FOLLOWER when another shard owns it (a stale
+/// route), UNKNOWN_TOPIC_OR_PARTITION when the topic is gone.
+fn not_here(shard: &Rc<Shard>, topic: &str, partition: i32) -> ResponseError {
+    if let Some(e) = shard.open_failure(topic, partition) {
+        return e;
+    }
     if shard.catalog().topic(topic).is_some() {
         ResponseError::NotLeaderOrFollower
     } else {
@@ -309,7 +316,7 @@ async fn read(
     max_bytes: usize,
 ) -> PartitionRead {
     let Some(log) = shard.readable_log(topic, partition).await else {
-        return PartitionRead::failed(not_here(shard, topic));
+        return PartitionRead::failed(not_here(shard, topic, partition));
     };
     let (error, records) = match log.read(offset, max_bytes).await {
         Ok(records) => (None, records),
@@ -335,7 +342,7 @@ async fn list_offset(
     timestamp: i64,
 ) -> ListedOffset {
     let Some(log) = shard.readable_log(topic, partition).await else {
-        return ListedOffset::none(Some(not_here(shard, topic)));
+        return ListedOffset::none(Some(not_here(shard, topic, partition)));
     };
     let at = |offset: i64| ListedOffset { error: None, offset, timestamp: -1 };
     let found = |o: Option<(i64, i64)>| match o {
@@ -372,7 +379,7 @@ async fn delete_records(
     offset: i64,
 ) -> KafkaResult<i64> {
     let Some(owned) = shard.log(topic, partition) else {
-        return Err(not_here(shard, topic));
+        return Err(not_here(shard, topic, partition));
     };
     let log = &owned.log;
     let catalog = shard.catalog();

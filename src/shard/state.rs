@@ -16,6 +16,7 @@ use super::messages::{
     CatalogChanged, ControlRequest, DataRequest, Reply, ShardId, ShardMessage, CONTROL_SHARD,
 };
 use crate::config::Config;
+use crate::error::ResponseError;
 use crate::log::cache::{ShardCache, SharedCache};
 use crate::log::{LogConfig, PartitionLog};
 use crate::metadata::Catalog;
@@ -47,7 +48,19 @@ pub struct Shard {
     /// The batch cache shared by the data partitions this shard owns (its share of
     /// `--cache-bytes`).
     pub cache: SharedCache,
+    /// Owned partitions whose log could not be opened (e.g. file descriptors exhausted,
+    /// a file where the directory should be), with the error; answered with
+    /// KAFKA_STORAGE_ERROR and opened again on use, see [`Shard::open_failure`].
+    open_failures: RefCell<HashMap<(String, i32), String>>,
+    /// When the last new try at opening failed partitions started.
+    last_reopen: std::cell::Cell<Option<std::time::Instant>>,
+    /// One [`Shard::apply_catalog`] at a time: a catalog change and a new try at opening
+    /// failed partitions must not both open the same log.
+    applying: glommio::sync::Semaphore,
 }
+
+/// Least time between two tries at opening the partitions that failed to open.
+pub const REOPEN_BACKOFF: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Shard {
     /// Builds the shard state from the catalog on disk, opening every log it owns.
@@ -83,6 +96,9 @@ impl Shard {
             groups,
             control,
             cache,
+            open_failures: RefCell::new(HashMap::new()),
+            last_reopen: std::cell::Cell::new(None),
+            applying: glommio::sync::Semaphore::new(1),
         });
         shard.apply_catalog(catalog).await;
         Ok(shard)
@@ -91,6 +107,28 @@ impl Shard {
     /// This core's current catalog copy.
     pub fn catalog(&self) -> Rc<Catalog> {
         self.catalog.borrow().clone()
+    }
+
+    /// KAFKA_STORAGE_ERROR if this shard owns `topic`/`partition` but could not open its
+    /// log. Starts another try at opening every such partition (at most once per
+    /// [`REOPEN_BACKOFF`]), so a partition that failed for a passing reason (file
+    /// descriptors) serves again once it can, without a restart.
+    pub fn open_failure(self: &Rc<Self>, topic: &str, partition: i32) -> Option<ResponseError> {
+        if !self.open_failures.borrow().contains_key(&(topic.to_string(), partition)) {
+            return None;
+        }
+        let due = self.last_reopen.get().is_none_or(|t| t.elapsed() >= REOPEN_BACKOFF);
+        if due {
+            self.last_reopen.set(Some(std::time::Instant::now()));
+            let shard = self.clone();
+            glommio::spawn_local(async move { shard.reopen_failed().await }).detach();
+        }
+        Some(ResponseError::KafkaStorageError)
+    }
+
+    /// The owned partitions whose log could not be opened, with the error.
+    pub fn open_failures(&self) -> Vec<((String, i32), String)> {
+        self.open_failures.borrow().iter().map(|(k, v)| (k.clone(), v.clone())).collect()
     }
 
     /// The owned log of `topic`/`partition`, if this shard owns it.
@@ -178,6 +216,19 @@ impl Shard {
     /// whose ownership changed. Logs are deleted before new ones open, so a topic
     /// deleted and recreated under the same name starts empty.
     pub async fn apply_catalog(self: &Rc<Self>, catalog: Catalog) {
+        let _one_at_a_time = self.applying.acquire_permit(1).await;
+        self.apply_catalog_now(catalog).await;
+    }
+
+    /// Tries again to open the owned partitions that failed to open, against the
+    /// catalog current when its turn comes.
+    async fn reopen_failed(self: &Rc<Self>) {
+        let _one_at_a_time = self.applying.acquire_permit(1).await;
+        let catalog = (*self.catalog()).clone();
+        self.apply_catalog_now(catalog).await;
+    }
+
+    async fn apply_catalog_now(self: &Rc<Self>, catalog: Catalog) {
         if catalog.version < self.catalog.borrow().version && !self.logs.borrow().is_empty() {
             return;
         }
@@ -210,6 +261,10 @@ impl Shard {
             }
         }
 
+        // Failures of partitions this shard no longer owns (or of deleted topics) go.
+        self.open_failures.borrow_mut().retain(|(topic, p), _| {
+            catalog.topic(topic).is_some() && catalog.owner(topic, *p) == Some(self.id)
+        });
         // The internal topic's partitions are the group host's logs, not data logs.
         for t in catalog.topics.values().filter(|t| !crate::metadata::is_internal(&t.name)) {
             let broker = crate::broker_config::BrokerDefaults::of(&self.config, &catalog);
@@ -230,16 +285,23 @@ impl Shard {
                 let dir = self.partition_dir(&t.name, p as i32);
                 match PartitionLog::open(dir, self.log_config(&topic_config)).await {
                     Ok(log) => {
+                        if self.open_failures.borrow_mut().remove(&key).is_some() {
+                            tracing::info!(topic = %t.name, partition = p, "partition log opened on a new try");
+                        }
                         let owned = OwnedLog { topic_id: t.id, log };
                         self.logs.borrow_mut().insert(key, Rc::new(owned));
                     }
                     Err(e) => {
-                        tracing::error!(
-                            topic = %t.name,
-                            partition = p,
-                            error = %e,
-                            "opening partition log failed"
-                        )
+                        let first =
+                            self.open_failures.borrow_mut().insert(key, e.to_string()).is_none();
+                        if first {
+                            tracing::error!(
+                                topic = %t.name,
+                                partition = p,
+                                error = %e,
+                                "opening partition log failed; KAFKA_STORAGE_ERROR until it opens"
+                            )
+                        }
                     }
                 }
             }
