@@ -28,10 +28,11 @@ use kafka_protocol::records::{
     Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 
+use super::append_barrier::AppendBarrier;
 use crate::clock::now_ms;
 use crate::config::{Config, FlushPolicy};
 use crate::coordinator::{CoordinatorConfig, GroupCoordinator, GroupRecord, Output, RequestToken};
-use crate::log::{AppendError, LogConfig, PartitionLog};
+use crate::log::{LogConfig, PartitionLog};
 use crate::metadata::{Catalog, OffsetsPlacement};
 
 /// Number of offsets partitions (Kafka's `offsets.topic.num.partitions` default), the
@@ -83,6 +84,8 @@ pub struct GroupHost {
     next_token: Cell<RequestToken>,
     /// How groups map to offsets partitions in this data dir.
     placement: OffsetsPlacement,
+    /// Responses wait here for the group-state writes started before them.
+    barrier: Rc<AppendBarrier>,
 }
 
 impl GroupHost {
@@ -130,6 +133,7 @@ impl GroupHost {
             waiting: RefCell::new(HashMap::new()),
             next_token: Cell::new(1),
             placement,
+            barrier: Rc::new(AppendBarrier::default()),
         })
     }
 
@@ -239,8 +243,9 @@ impl GroupHost {
     }
 
     /// Carries out outputs in order: appends start now; each response leaves once
-    /// every append before it is written. (The first write to an offsets partition
-    /// waits for the partition to be created.)
+    /// every append started before it (by any request) is written, see
+    /// [`AppendBarrier`]. (The first write to an offsets partition waits for the
+    /// partition to be created.)
     async fn run(&self, outputs: Vec<Output>) {
         for output in &outputs {
             if let Output::Persist(record) = output {
@@ -254,12 +259,11 @@ impl GroupHost {
                 }
             }
         }
-        enum Step {
-            Append(Pin<Box<dyn Future<Output = Result<(), AppendError>>>>),
-            // Boxed: a response is much larger than the other variant.
-            Respond(Option<oneshot::Sender<ResponseKind>>, Box<ResponseKind>),
-        }
-        let mut steps = Vec::with_capacity(outputs.len());
+        // Appends start now, in output order (the first poll assigns the offset).
+        // Each response leaves once every append started before it, by this request
+        // or an earlier one, has finished: what a client is told is durable first.
+        let mut appends: Vec<Pin<Box<dyn Future<Output = ()>>>> = Vec::new();
+        let mut later = Vec::new();
         for output in outputs {
             match output {
                 Output::Persist(record) => {
@@ -276,43 +280,43 @@ impl GroupHost {
                         continue;
                     };
                     let batch = encode_record(&record);
-                    let mut append: Pin<Box<dyn Future<Output = Result<(), AppendError>>>> =
-                        Box::pin(async move { log.append(batch, now_ms()).await.map(|_| ()) });
-                    // First poll assigns the offset: records keep the order of outputs.
-                    match future::poll_once(&mut append).await {
-                        Some(r) => steps.push(Step::Append(Box::pin(future::ready(r)))),
-                        None => steps.push(Step::Append(append)),
-                    }
-                }
-                Output::Respond { token, response } => {
-                    let waiting = self.waiting.borrow_mut().remove(&token);
-                    steps.push(Step::Respond(waiting, Box::new(response)));
-                }
-            }
-        }
-        if steps.iter().all(|s| matches!(s, Step::Respond(..))) {
-            for s in steps {
-                if let Step::Respond(Some(tx), r) = s {
-                    let _ = tx.send(*r);
-                }
-            }
-            return;
-        }
-        glommio::spawn_local(async move {
-            for s in steps {
-                match s {
-                    Step::Append(f) => {
-                        if let Err(e) = f.await {
+                    let seq = self.barrier.start();
+                    let barrier = self.barrier.clone();
+                    let mut append: Pin<Box<dyn Future<Output = ()>>> = Box::pin(async move {
+                        if let Err(e) = log.append(batch, now_ms()).await {
                             // The coordinator already applied the change in memory; it
                             // is lost at restart. Say so loudly.
                             tracing::error!(error = %e, "writing group state failed");
                         }
+                        barrier.finish(seq);
+                    });
+                    if future::poll_once(&mut append).await.is_none() {
+                        appends.push(append);
                     }
-                    Step::Respond(Some(tx), r) => {
-                        let _ = tx.send(*r);
-                    }
-                    Step::Respond(None, _) => {}
                 }
+                Output::Respond { token, response } => {
+                    let Some(tx) = self.waiting.borrow_mut().remove(&token) else {
+                        continue;
+                    };
+                    match self.barrier.wait_for_started() {
+                        None => {
+                            let _ = tx.send(response);
+                        }
+                        Some(durable) => later.push((durable, tx, Box::new(response))),
+                    }
+                }
+            }
+        }
+        if appends.is_empty() && later.is_empty() {
+            return;
+        }
+        glommio::spawn_local(async move {
+            for append in appends {
+                append.await;
+            }
+            for (durable, tx, response) in later {
+                let _ = durable.await;
+                let _ = tx.send(*response);
             }
         })
         .detach();

@@ -7,10 +7,13 @@
 //! - [`control`]: catalog changes and producer-id allocation, run on the control
 //!   shard ([`CONTROL_SHARD`]) only.
 //! - [`groups`]: the group coordinator runtime of each shard and its internal logs.
+//! - [`append_barrier`]: group responses wait for the group-state writes started
+//!   before them.
 //! - [`retention`]: the periodic retention pass over the shard's partitions.
 //! - [`cleaner`]: the log cleaner (compaction) of the shard's compacted partitions and
 //!   offsets logs, in a low-priority task queue.
 
+pub mod append_barrier;
 pub mod cleaner;
 pub mod control;
 pub mod groups;
