@@ -205,27 +205,35 @@ async fn run_shard(life: Lifecycle) -> Result<(), String> {
         Ok(shard) => shard,
         Err(e) => {
             // Make the other shards stop too: a broker without all its shards is broken.
+            // Counted as drained (it has no connection), so they can close their logs.
             shutdown.request();
+            shutdown.count_drained();
             return Err(format!("shard {id}: {e}"));
         }
     };
     let mesh_task = glommio::spawn_local(serve_mesh(shard.clone(), receivers));
-    if !startup.ready(nr_shards, &shutdown).await {
-        return Err(format!("shard {id}: another shard failed to start"));
-    }
-    let listener = match TcpListener::bind(config.listen) {
-        Ok(listener) => listener,
-        Err(e) => {
-            shutdown.request();
-            return Err(format!("shard {id}: cannot listen on {}: {e}", config.listen));
+    let mut failure = None;
+    let listener = if startup.ready(nr_shards, &shutdown).await {
+        match TcpListener::bind(config.listen) {
+            Ok(listener) => Some(listener),
+            Err(e) => {
+                shutdown.request();
+                failure = Some(format!("shard {id}: cannot listen on {}: {e}", config.listen));
+                None
+            }
         }
+    } else {
+        // A signal during start-up, or another shard failed: close like a shutdown.
+        None
     };
     let timers = glommio::spawn_local(shard.groups.clone().run_timers(shutdown.clone()));
-    glommio::spawn_local(shardlog::shard::retention::run(shard.clone(), shutdown.clone())).detach();
-    shardlog::shard::cleaner::spawn(shard.clone(), shutdown.clone());
-    tracing::info!(shard = id, listen = %config.listen, "shard ready");
-
-    shardlog::net::listener::run(shard.clone(), listener, limits, shutdown.clone()).await;
+    if let Some(listener) = listener {
+        glommio::spawn_local(shardlog::shard::retention::run(shard.clone(), shutdown.clone()))
+            .detach();
+        shardlog::shard::cleaner::spawn(shard.clone(), shutdown.clone());
+        tracing::info!(shard = id, listen = %config.listen, "shard ready");
+        shardlog::net::listener::run(shard.clone(), listener, limits, shutdown.clone()).await;
+    }
     shutdown.drained(nr_shards).await;
     tracing::info!(shard = id, "all shards drained; closing logs");
     timers.await;
@@ -242,18 +250,20 @@ async fn run_shard(life: Lifecycle) -> Result<(), String> {
         tracing::warn!(shard = id, "mesh still open 10 s after closing; stopping anyway");
     }
     tracing::debug!(shard = id, "shard stopped");
-    Ok(())
+    failure.map_or(Ok(()), Err)
 }
 
 /// Makes sure no other process listens on `addr`, and keeps another shardlog from
-/// starting on it while this one runs: binds the abstract Unix socket
-/// `@shardlog-listen-<addr>` (released by the kernel when the process exits, however
-/// it exits), then probes `addr` ([`probe_listen`]). Returns the socket to hold.
+/// starting on its port while this one runs: binds the abstract Unix socket
+/// `@shardlog-listen-port-<port>` (released by the kernel when the process exits,
+/// however it exits), then probes `addr` ([`probe_listen`]). Returns the socket to
+/// hold.
 fn claim_listen_address(
     addr: std::net::SocketAddr,
 ) -> Result<std::os::unix::net::UnixListener, String> {
     use std::os::linux::net::SocketAddrExt;
-    let name = format!("shardlog-listen-{addr}");
+    // By port, not address: 0.0.0.0:9092 and 127.0.0.1:9092 overlap.
+    let name = format!("shardlog-listen-port-{}", addr.port());
     let abstract_addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
         .map_err(|e| format!("cannot name the listen lock {name}: {e}"))?;
     let lock = std::os::unix::net::UnixListener::bind_addr(&abstract_addr).map_err(|e| {
@@ -271,13 +281,14 @@ fn claim_listen_address(
     Ok(lock)
 }
 
-/// Binds and listens on `addr` with SO_REUSEADDR and SO_REUSEPORT as the shards will,
-/// then closes: fails when another process listens there without SO_REUSEPORT (or as
-/// another user), not for the TIME_WAIT connections of an earlier run.
+/// Binds `addr` with SO_REUSEADDR and SO_REUSEPORT as the shards will, without
+/// listening (so no client can be accepted and then reset by it), then closes: fails
+/// when another process listens there without SO_REUSEPORT (or as another user), not
+/// for the TIME_WAIT connections of an earlier run.
 fn probe_listen(addr: std::net::SocketAddr) -> nix::Result<()> {
     use nix::sys::socket::{
-        bind, listen, setsockopt, socket, sockopt, AddressFamily, Backlog, SockFlag, SockType,
-        SockaddrIn, SockaddrIn6,
+        bind, setsockopt, socket, sockopt, AddressFamily, SockFlag, SockType, SockaddrIn,
+        SockaddrIn6,
     };
     let family = if addr.is_ipv4() { AddressFamily::Inet } else { AddressFamily::Inet6 };
     let fd = socket(family, SockType::Stream, SockFlag::SOCK_CLOEXEC, None)?;
@@ -288,7 +299,7 @@ fn probe_listen(addr: std::net::SocketAddr) -> nix::Result<()> {
         std::net::SocketAddr::V4(a) => bind(raw, &SockaddrIn::from(a))?,
         std::net::SocketAddr::V6(a) => bind(raw, &SockaddrIn6::from(a))?,
     }
-    listen(&fd, Backlog::new(1)?)
+    Ok(())
 }
 
 /// Takes an exclusive, non-blocking `flock` on `<data-dir>/.lock`.

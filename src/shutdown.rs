@@ -40,6 +40,12 @@ impl Shutdown {
         }
     }
 
+    /// Records that a shard that failed to start will have no connection (so the others
+    /// need not wait for it).
+    pub fn count_drained(&self) {
+        self.drained.fetch_add(1, Ordering::SeqCst);
+    }
+
     /// Records that this shard has no connection left, then resolves once all
     /// `nr_shards` shards have.
     pub async fn drained(&self, nr_shards: usize) {

@@ -185,11 +185,11 @@ async fn read_loop(
                 return;
             }
         };
-        // Room in the budgets first: over them, this connection reads nothing more. Not
-        // idle meanwhile: the broker, not the client, is what it waits for.
-        let reservation = {
+        // Room in the connection's budget first: over it, this connection reads nothing
+        // more. Not idle meanwhile: it waits for its own responses, not for the client.
+        let own = {
             let _waiting = Handling::start(in_flight);
-            budget.reserve(4 + size).await
+            budget.reserve_own(4 + size).await
         };
         in_flight.touch();
         // A client that stalls inside a frame is idle, though.
@@ -198,6 +198,8 @@ async fn read_loop(
         }
         // From here the request is the reader's: the connection is not idle.
         let handling = Handling::start(in_flight);
+        // Then the shard's budget, for bytes that are really here.
+        let reservation = budget.reserve_shared(own, 4 + size).await;
         let _ = buf.split_to(4);
         let frame: Bytes = buf.split_to(size).freeze();
         let mut request = match decode_request(frame) {

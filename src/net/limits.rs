@@ -4,18 +4,22 @@
 //! and the bytes of requests read but not yet answered (`--queued-max-request-bytes`,
 //! Kafka's `queued.max.request.bytes`, and a per-connection share of it).
 //!
-//! A request's bytes are reserved when its 4-byte size prefix has been read and before
-//! its body is read, and given back once its response has been written (or, for
-//! `acks=0` produce, once it has been handled). While a reservation waits the
-//! connection reads nothing more: the client's writes back up into its socket buffer
-//! and then into the client, as with Kafka's muted channels.
+//! A request's bytes are reserved from its connection's budget when its 4-byte size
+//! prefix has been read, before its body is read, and from its shard's budget once the
+//! body is in; both are given back once its response has been written (for `acks=0`
+//! produce: once it has been handed to the partitions' shards, so those are not
+//! bounded here). While a reservation waits the connection reads nothing more: the
+//! client's writes back up into its socket buffer and then into the client, as with
+//! Kafka's muted channels. So the bytes held are at most the shard's budget plus one
+//! frame per connection being read.
 
-use std::collections::HashMap;
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
-use glommio::sync::{Semaphore, StaticPermit};
+use futures_channel::oneshot;
 
 /// The connection counts of the whole broker, shared by every shard's listener.
 ///
@@ -114,35 +118,124 @@ impl Drop for Admitted {
     }
 }
 
+/// A count of bytes handed out strictly first come, first served: a request waits
+/// behind every request that asked before it, so a large one is never overtaken for
+/// ever by smaller ones (glommio's semaphore wakes whoever fits). Lives on one core.
+pub struct ByteBudget {
+    total: u64,
+    state: RefCell<BudgetState>,
+}
+
+struct BudgetState {
+    available: u64,
+    /// Waiting reservations in arrival order: (bytes, where to send the grant).
+    waiting: VecDeque<(u64, oneshot::Sender<Grant>)>,
+}
+
+/// Bytes of a [`ByteBudget`] held; dropping it gives them back.
+pub struct Grant {
+    budget: Rc<ByteBudget>,
+    bytes: u64,
+}
+
+impl ByteBudget {
+    pub fn new(total: u64) -> Rc<Self> {
+        Rc::new(ByteBudget {
+            total,
+            state: RefCell::new(BudgetState { available: total, waiting: VecDeque::new() }),
+        })
+    }
+
+    /// Waits for `bytes` (at most the whole budget: a larger request takes all of it
+    /// and so runs alone), after every reservation that asked before.
+    pub async fn reserve(self: &Rc<Self>, bytes: u64) -> Grant {
+        let bytes = bytes.clamp(1, self.total.max(1));
+        let rx = {
+            let mut st = self.state.borrow_mut();
+            if st.waiting.is_empty() && st.available >= bytes {
+                st.available -= bytes;
+                return Grant { budget: self.clone(), bytes };
+            }
+            let (tx, rx) = oneshot::channel();
+            st.waiting.push_back((bytes, tx));
+            rx
+        };
+        // The sender is only dropped with the budget, which `self` keeps alive.
+        rx.await.unwrap_or(Grant { budget: self.clone(), bytes: 0 })
+    }
+
+    /// Bytes not reserved now.
+    pub fn available(&self) -> u64 {
+        self.state.borrow().available
+    }
+
+    fn give_back(self: &Rc<Self>, bytes: u64) {
+        let mut granted = Vec::new();
+        {
+            let mut st = self.state.borrow_mut();
+            st.available += bytes;
+            while let Some((want, _)) = st.waiting.front() {
+                let want = *want;
+                if st.waiting.front().is_some_and(|(_, tx)| tx.is_canceled()) {
+                    st.waiting.pop_front();
+                    continue;
+                }
+                if want > st.available {
+                    break;
+                }
+                st.available -= want;
+                let (_, tx) = st.waiting.pop_front().expect("front exists");
+                granted.push((tx, want));
+            }
+        }
+        // Sent outside the borrow: a grant whose waiter is gone comes straight back
+        // through its own drop.
+        for (tx, want) in granted {
+            let _ = tx.send(Grant { budget: self.clone(), bytes: want });
+        }
+    }
+}
+
+impl Drop for Grant {
+    fn drop(&mut self) {
+        if self.bytes > 0 {
+            let bytes = std::mem::take(&mut self.bytes);
+            self.budget.give_back(bytes);
+        }
+    }
+}
+
 /// The bytes of requests read and not yet answered, on one shard (lives on that
 /// shard's core, shared by its connections), and per connection.
 #[derive(Clone)]
 pub struct RequestBudget {
-    /// This shard's share of `--queued-max-request-bytes` and that share in bytes;
-    /// `None`: unlimited.
-    shard: Option<(Rc<Semaphore>, u64)>,
+    /// This shard's share of `--queued-max-request-bytes`; `None`: unlimited.
+    shard: Option<Rc<ByteBudget>>,
     /// `--queued-max-request-bytes-per-connection`; 0: unlimited.
     per_connection: u64,
 }
 
 /// Request bytes reserved for one request; dropping it gives them back.
 pub struct Reservation {
-    _shard: Option<StaticPermit>,
-    _connection: Option<StaticPermit>,
+    _shard: Option<Grant>,
+    _connection: Option<Grant>,
 }
 
 /// One connection's own budget (lives on the connection's core).
 pub struct ConnectionBudget {
     shared: RequestBudget,
-    own: Option<Rc<Semaphore>>,
+    own: Option<Rc<ByteBudget>>,
 }
+
+/// The connection's part of a request's reservation, taken before its body is read.
+pub struct ConnectionGrant(Option<Grant>);
 
 impl RequestBudget {
     /// `shard_bytes`: this shard's share of `--queued-max-request-bytes` (0: unlimited);
     /// `per_connection_bytes`: `--queued-max-request-bytes-per-connection` (0: unlimited).
     pub fn new(shard_bytes: u64, per_connection_bytes: u64) -> Self {
         RequestBudget {
-            shard: (shard_bytes > 0).then(|| (Rc::new(Semaphore::new(shard_bytes)), shard_bytes)),
+            shard: (shard_bytes > 0).then(|| ByteBudget::new(shard_bytes)),
             per_connection: per_connection_bytes,
         }
     }
@@ -151,35 +244,37 @@ impl RequestBudget {
     pub fn connection(&self) -> ConnectionBudget {
         ConnectionBudget {
             shared: self.clone(),
-            own: (self.per_connection > 0).then(|| Rc::new(Semaphore::new(self.per_connection))),
+            own: (self.per_connection > 0).then(|| ByteBudget::new(self.per_connection)),
         }
     }
 
     /// Bytes of this shard's budget not reserved now (`None`: unlimited).
     pub fn available(&self) -> Option<u64> {
-        self.shard.as_ref().map(|(s, _)| s.available())
+        self.shard.as_ref().map(|s| s.available())
     }
 }
 
 impl ConnectionBudget {
-    /// Reserves `bytes` for one request of `bytes` bytes, waiting while the
-    /// connection's own budget, then the shard's, is spent. A request larger than a
-    /// whole budget reserves all of it (it waits until it is the only one, then runs).
-    /// First the connection's: a connection that waits for its own earlier requests
-    /// holds nothing of the shard's meanwhile.
-    pub async fn reserve(&self, bytes: usize) -> Reservation {
-        let bytes = bytes.max(1) as u64;
-        let connection = match &self.own {
-            Some(own) => {
-                own.acquire_static_permit(bytes.min(self.shared.per_connection)).await.ok()
-            }
-            None => None,
-        };
+    /// First step, when a request's size prefix has arrived: waits until the
+    /// connection's own unanswered requests leave room for `bytes` (the body is not
+    /// read meanwhile). Only the connection's budget: a client that announces a large
+    /// frame and sends nothing holds no part of the shard's.
+    pub async fn reserve_own(&self, bytes: usize) -> ConnectionGrant {
+        match &self.own {
+            Some(own) => ConnectionGrant(Some(own.reserve(bytes as u64).await)),
+            None => ConnectionGrant(None),
+        }
+    }
+
+    /// Second step, once the whole frame has been read: waits for `bytes` of the
+    /// shard's budget, behind every request of the shard's connections that asked
+    /// before. While it waits, this connection reads nothing more.
+    pub async fn reserve_shared(&self, own: ConnectionGrant, bytes: usize) -> Reservation {
         let shard = match &self.shared.shard {
-            Some((shard, total)) => shard.acquire_static_permit(bytes.min(*total)).await.ok(),
+            Some(shard) => Some(shard.reserve(bytes as u64).await),
             None => None,
         };
-        Reservation { _shard: shard, _connection: connection }
+        Reservation { _shard: shard, _connection: own.0 }
     }
 }
 
@@ -189,6 +284,50 @@ mod tests {
 
     fn ip(last: u8) -> Option<IpAddr> {
         Some(IpAddr::from([10, 0, 0, last]))
+    }
+
+    fn ready<T>(f: impl std::future::Future<Output = T>) -> Option<T> {
+        futures_lite::future::block_on(futures_lite::future::poll_once(f))
+    }
+
+    #[test]
+    fn the_byte_budget_serves_in_arrival_order() {
+        futures_lite::future::block_on(async {
+            let budget = ByteBudget::new(100);
+            let a = budget.reserve(60).await;
+            // 50 does not fit; 10 would, but asked later: it waits behind the 50.
+            let mut big = Box::pin(budget.reserve(50));
+            assert!(ready(big.as_mut()).is_none());
+            let mut small = Box::pin(budget.reserve(10));
+            assert!(ready(small.as_mut()).is_none());
+            assert_eq!(budget.available(), 40);
+            drop(a);
+            let big = ready(big.as_mut()).expect("the 50 runs first");
+            let small = ready(small.as_mut()).expect("then the 10");
+            assert_eq!(budget.available(), 40);
+            drop((big, small));
+            assert_eq!(budget.available(), 100);
+            // Larger than the whole budget: takes all of it.
+            let all = budget.reserve(1000).await;
+            assert_eq!(budget.available(), 0);
+            drop(all);
+            assert_eq!(budget.available(), 100);
+        });
+    }
+
+    #[test]
+    fn a_waiter_that_gives_up_does_not_hold_the_queue() {
+        futures_lite::future::block_on(async {
+            let budget = ByteBudget::new(10);
+            let a = budget.reserve(10).await;
+            let mut gone = Box::pin(budget.reserve(5));
+            assert!(ready(gone.as_mut()).is_none());
+            let mut next = Box::pin(budget.reserve(10));
+            assert!(ready(next.as_mut()).is_none());
+            drop(gone);
+            drop(a);
+            assert!(ready(next.as_mut()).is_some());
+        });
     }
 
     #[test]

@@ -323,9 +323,10 @@ pub enum ScanStop {
     /// is below `expected` (the offset after the batch before it, or the segment's base
     /// offset), its last offset is below its base offset, or it is more than `i32::MAX`
     /// past the segment's base offset (Kafka keeps relative offsets in 32 bits). The
-    /// batch's first 8 bytes (baseOffset) are outside the CRC, so this is how damage to
-    /// them shows. Found by the log's recovery, not by [`BatchScan`], which does not know
-    /// the offsets expected.
+    /// batch's first 8 bytes (baseOffset) are outside the CRC, so this is how some damage
+    /// to them shows (not all: a low byte raised gives a valid-looking later offset, and
+    /// then the batches after that one end the data instead). Found by the log's
+    /// recovery, not by [`BatchScan`], which does not know the offsets expected.
     BadOffsets { base_offset: i64, last_offset: i64, expected: i64 },
 }
 

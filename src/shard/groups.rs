@@ -307,19 +307,18 @@ impl GroupHost {
                 }
             }
         }
-        if appends.is_empty() && later.is_empty() {
-            return;
+        // Each append and each waiting response on its own: a response waits for the
+        // appends started before it, not for the later ones of its own request.
+        for append in appends {
+            glommio::spawn_local(append).detach();
         }
-        glommio::spawn_local(async move {
-            for append in appends {
-                append.await;
-            }
-            for (durable, tx, response) in later {
+        for (durable, tx, response) in later {
+            glommio::spawn_local(async move {
                 let _ = durable.await;
                 let _ = tx.send(*response);
-            }
-        })
-        .detach();
+            })
+            .detach();
+        }
     }
 
     /// Closes the offsets partitions (shutdown).

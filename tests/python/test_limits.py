@@ -160,7 +160,7 @@ def test_the_shard_budget_stops_reading_until_a_response_goes_out(broker_factory
         assert answered(other, 1, timeout=5)
         start = time.monotonic()
         a.sendall(poll)
-        time.sleep(0.2)
+        time.sleep(0.5)  # the poll is read first (a loaded machine may need the margin)
         assert answered(other, 2, timeout=10)
         waited = time.monotonic() - start
         a.settimeout(5)
@@ -231,7 +231,7 @@ def test_a_port_taken_by_another_process_is_refused(tmp_path):
 # ------------------------------------------------------------------ start-up and panics
 
 
-def test_clients_during_start_up_are_refused_or_answered_never_reset(tmp_path):
+def test_clients_during_start_up_are_refused_until_it_serves(tmp_path):
     b = Broker(shardlog_bin(), tmp_path / "b")
     # Something to recover: 200 partitions.
     b.start()
@@ -272,7 +272,8 @@ def test_clients_during_start_up_are_refused_or_answered_never_reset(tmp_path):
         t.join(30)
         b.stop()
     assert failures == []
-    assert outcomes["answered"] > 0
+    # The port was closed while the broker started (refused), then served.
+    assert outcomes["refused"] > 0 and outcomes["answered"] > 0, outcomes
 
 
 def test_a_panic_is_logged_with_its_request_and_ends_the_process(tmp_path):
