@@ -2,10 +2,10 @@
 //! (the v1 and v2 request headers of every advertised API and version, with an empty
 //! body, and a Produce v9 frame carrying a real batch), segment bytes (valid batches
 //! back to back, with a torn tail and zero padding), and group log records in Kafka's
-//! `__consumer_offsets` formats. The fuzzers mutate them; `scripts/fuzz` runs this
-//! first, so the seeds follow the code and nothing binary is committed.
+//! `__consumer_offsets` formats. The fuzzers (`fuzz/`) mutate them; `scripts/fuzz` runs
+//! this first, so the seeds follow the code and nothing binary is committed.
 //!
-//!     make-seeds <dir>
+//!     cargo run --release --example fuzz_seeds -- <dir>
 
 use std::path::Path;
 
@@ -44,7 +44,7 @@ fn write(dir: &Path, target: &str, name: &str, bytes: &[u8]) {
 }
 
 fn main() {
-    let dir = std::env::args().nth(1).expect("usage: make-seeds <dir>");
+    let dir = std::env::args().nth(1).expect("usage: fuzz_seeds <dir>");
     let dir = Path::new(&dir);
 
     for (api, versions) in REGISTRY {
