@@ -259,16 +259,22 @@ fn high_watermark_after_flipping(k: usize) -> i64 {
     }
 }
 
+/// Writes a log of three identical 3-record batches (offsets 0-8) in `dir` and closes
+/// it; returns the batch.
+async fn three_batch_log(dir: &std::path::Path) -> Bytes {
+    let log = PartitionLog::open(dir.to_path_buf(), cfg()).await.unwrap();
+    let b = batch(3, 20, 0);
+    for _ in 0..3 {
+        log.append(b.clone(), 0).await.unwrap();
+    }
+    log.close().await.unwrap();
+    b
+}
+
 #[test]
 fn a_flipped_byte_anywhere_in_the_last_batch() {
     run(|dir| async move {
-        let log = PartitionLog::open(dir.clone(), cfg()).await.unwrap();
-        let b = batch(3, 20, 0);
-        for _ in 0..3 {
-            log.append(b.clone(), 0).await.unwrap();
-        }
-        log.close().await.unwrap();
-        drop(log);
+        let b = three_batch_log(&dir).await;
         let full = std::fs::read(dir.join("00000000000000000000.log")).unwrap();
         let bl = b.len();
         for k in 0..bl {
@@ -298,13 +304,7 @@ fn a_flipped_byte_anywhere_in_the_last_batch() {
 #[test]
 fn a_batch_whose_offsets_go_backwards_ends_the_data() {
     run(|dir| async move {
-        let log = PartitionLog::open(dir.clone(), cfg()).await.unwrap();
-        let b = batch(3, 20, 0);
-        for _ in 0..3 {
-            log.append(b.clone(), 0).await.unwrap();
-        }
-        log.close().await.unwrap();
-        drop(log);
+        let b = three_batch_log(&dir).await;
         let path = dir.join("00000000000000000000.log");
         let mut data = std::fs::read(&path).unwrap();
         let bl = b.len();
@@ -360,13 +360,7 @@ fn an_offset_index_cut_anywhere_still_finds_every_offset() {
 fn torn_tail_truncated_on_reopen() {
     // Build a reference log of 3 batches, then for many cut points reopen a copy.
     run(|dir| async move {
-        let log = PartitionLog::open(dir.clone(), cfg()).await.unwrap();
-        let b = batch(3, 20, 0);
-        for _ in 0..3 {
-            log.append(b.clone(), 0).await.unwrap();
-        }
-        log.close().await.unwrap();
-        drop(log);
+        let b = three_batch_log(&dir).await;
         let seg = dir.join("00000000000000000000.log");
         let full = std::fs::read(&seg).unwrap();
         let bl = b.len();

@@ -174,17 +174,15 @@ impl ByteBudget {
         {
             let mut st = self.state.borrow_mut();
             st.available += bytes;
-            while let Some((want, _)) = st.waiting.front() {
-                let want = *want;
-                if st.waiting.front().is_some_and(|(_, tx)| tx.is_canceled()) {
-                    st.waiting.pop_front();
+            while let Some((want, tx)) = st.waiting.pop_front() {
+                if tx.is_canceled() {
                     continue;
                 }
                 if want > st.available {
+                    st.waiting.push_front((want, tx));
                     break;
                 }
                 st.available -= want;
-                let (_, tx) = st.waiting.pop_front().expect("front exists");
                 granted.push((tx, want));
             }
         }
