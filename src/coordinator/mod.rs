@@ -43,6 +43,7 @@
 //! - `consumer/`: the consumer group protocol (KIP-848), with `assignor.rs`;
 //! - `offsets/`: OffsetCommit, OffsetFetch, OffsetDelete, retention;
 //! - `describe.rs`: ListGroups, DescribeGroups, DeleteGroups;
+//! - `failed_write.rs`: the error a response carries when its write failed;
 //! - `records.rs` (the stored format), `codec.rs` (its value encoding), `load.rs`
 //!   (replaying the records at start-up);
 //! - `config.rs`: tunables.
@@ -54,6 +55,7 @@ mod config;
 mod consumer;
 mod ctx;
 mod describe;
+mod failed_write;
 mod group;
 mod heartbeat;
 mod join;
@@ -74,6 +76,7 @@ mod tests;
 use std::collections::{BTreeSet, HashMap};
 
 pub use config::CoordinatorConfig;
+pub use failed_write::{answer_failed_write, FAILED_WRITE_ERROR};
 pub use records::{ConsumerMemberRecord, DecodeError, GroupRecord, MemberRecord};
 pub use state::GroupState;
 

@@ -327,6 +327,20 @@ impl PartitionLog {
         self.live.replace(next) != next
     }
 
+    /// True when a write to this log failed (say, ENOSPC): appends get
+    /// KAFKA_STORAGE_ERROR, reads below the high watermark still work, and the owning
+    /// shard opens the log again (recovery) to resume appends, see
+    /// [`crate::shard::Shard::writable_log`].
+    pub fn write_failed(&self) -> bool {
+        self.failed.borrow().is_some()
+    }
+
+    /// Fails the log as a failed write does (tests of what comes after one).
+    #[cfg(test)]
+    pub(crate) fn fail_for_test(&self) {
+        self.fail(&io::Error::other("injected by a test"));
+    }
+
     fn io_error(&self) -> Option<io::Error> {
         if let Some((kind, msg)) = &*self.failed.borrow() {
             return Some(io::Error::new(*kind, msg.clone()));
@@ -575,7 +589,9 @@ impl PartitionLog {
 
     /// Waits for pending writes, fdatasyncs, truncates the active segment to its logical
     /// size, writes its indexes and the producer snapshot, closes the files. Later
-    /// appends fail with `AppendError::Io`; idempotent.
+    /// appends fail with `AppendError::Io`; idempotent. A log whose write failed only
+    /// waits for its zero fill and returns the failure; its files stay open and reads
+    /// below the high watermark keep working.
     pub async fn close(&self) -> io::Result<()> {
         if self.closed.replace(true) {
             return Ok(());
@@ -591,11 +607,13 @@ impl PartitionLog {
     }
 
     async fn finish_files(&self) -> io::Result<()> {
+        let active = self.active();
+        // Even for a failed log: whoever opens these files next must not meet a zero
+        // write landing late.
+        active.zero_fill.settle().await;
         if let Some(e) = self.failed.borrow().as_ref() {
             return Err(io::Error::new(e.0, e.1.clone()));
         }
-        let active = self.active();
-        active.zero_fill.settle().await;
         active.file.fdatasync().await.map_err(io::Error::from)?;
         active.file.truncate(active.size.get()).await.map_err(io::Error::from)?;
         active.finish_time_index();

@@ -56,7 +56,9 @@ impl PartitionLog {
         policy: &RetentionPolicy,
         now_ms: i64,
     ) -> io::Result<Deleted> {
-        if self.closed.get() {
+        // A failed log is left as it is: the shard opens it again (recovery) and the
+        // next pass applies retention to the new instance.
+        if self.closed.get() || self.write_failed() {
             return Ok(Deleted { log_start_offset: self.log_start.get(), ..Deleted::default() });
         }
         let (n, all) = self.expired_segments(policy, now_ms);

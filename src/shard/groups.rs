@@ -29,9 +29,12 @@ use kafka_protocol::records::{
 };
 
 use super::append_barrier::AppendBarrier;
+use super::state::REOPEN_BACKOFF;
 use crate::clock::now_ms;
 use crate::config::{Config, FlushPolicy};
-use crate::coordinator::{CoordinatorConfig, GroupCoordinator, GroupRecord, Output, RequestToken};
+use crate::coordinator::{
+    answer_failed_write, CoordinatorConfig, GroupCoordinator, GroupRecord, Output, RequestToken,
+};
 use crate::log::{LogConfig, PartitionLog};
 use crate::metadata::{Catalog, OffsetsPlacement};
 
@@ -86,6 +89,9 @@ pub struct GroupHost {
     placement: OffsetsPlacement,
     /// Responses wait here for the group-state writes started before them.
     barrier: Rc<AppendBarrier>,
+    /// When the last try at opening again an offsets partition whose write failed
+    /// started.
+    last_reopen: Cell<Option<std::time::Instant>>,
 }
 
 impl GroupHost {
@@ -134,6 +140,7 @@ impl GroupHost {
             next_token: Cell::new(1),
             placement,
             barrier: Rc::new(AppendBarrier::default()),
+            last_reopen: Cell::new(None),
         })
     }
 
@@ -229,23 +236,63 @@ impl GroupHost {
 
     /// The log of offsets partition `p`, created on first use (by a write, or by a
     /// consumer of `__consumer_offsets`, which then reads an empty partition).
+    ///
+    /// A log whose last write failed (say, the disk was full) is opened again first
+    /// (at most once per [`REOPEN_BACKOFF`]): recovery rebuilds it from its files and
+    /// writes resume once they succeed; until then the failed log is returned, which
+    /// refuses appends and still serves reads.
     pub async fn log_for(&self, p: usize) -> std::io::Result<Rc<PartitionLog>> {
-        if let Some(log) = self.logs.borrow().get(&p) {
+        if let Some(log) = self.logs.borrow().get(&p).filter(|l| !l.write_failed()) {
             return Ok(log.clone());
         }
         let _permit = self.opening.acquire_permit(1).await;
-        if let Some(log) = self.logs.borrow().get(&p) {
-            return Ok(log.clone());
+        let existing = self.logs.borrow().get(&p).cloned();
+        match existing {
+            Some(log) if !log.write_failed() => Ok(log),
+            Some(failed) => {
+                let due = self.last_reopen.get().is_none_or(|t| t.elapsed() >= REOPEN_BACKOFF);
+                if !due {
+                    return Ok(failed);
+                }
+                self.last_reopen.set(Some(std::time::Instant::now()));
+                let _ = failed.close().await;
+                match PartitionLog::open(offsets_dir(&self.meta_dir, p), self.config.clone()).await
+                {
+                    Ok(log) => {
+                        tracing::info!(
+                            partition = p,
+                            "offsets partition opened again after a write failure"
+                        );
+                        self.logs.borrow_mut().insert(p, log.clone());
+                        Ok(log)
+                    }
+                    Err(e) => {
+                        tracing::warn!(
+                            partition = p,
+                            error = %e,
+                            "opening an offsets partition again after a write failure failed"
+                        );
+                        Ok(failed)
+                    }
+                }
+            }
+            None => {
+                let log =
+                    PartitionLog::open(offsets_dir(&self.meta_dir, p), self.config.clone()).await?;
+                self.logs.borrow_mut().insert(p, log.clone());
+                Ok(log)
+            }
         }
-        let log = PartitionLog::open(offsets_dir(&self.meta_dir, p), self.config.clone()).await?;
-        self.logs.borrow_mut().insert(p, log.clone());
-        Ok(log)
     }
 
     /// Carries out outputs in order: appends start now; each response leaves once
     /// every append started before it (by any request) is written, see
     /// [`AppendBarrier`]. (The first write to an offsets partition waits for the
     /// partition to be created.)
+    ///
+    /// A response that follows a write of the same call whose write failed (or found
+    /// no offsets partition to go to) is answered with [`answer_failed_write`]'s error
+    /// instead: the client is never told that something is stored when it is not.
     async fn run(&self, outputs: Vec<Output>) {
         for output in &outputs {
             if let Output::Persist(record) = output {
@@ -264,9 +311,13 @@ impl GroupHost {
         // or an earlier one, has finished: what a client is told is durable first.
         let mut appends: Vec<Pin<Box<dyn Future<Output = ()>>>> = Vec::new();
         let mut later = Vec::new();
+        // A write of this call failed; and whether one has been started so far.
+        let failed = Rc::new(Cell::new(false));
+        let mut wrote = false;
         for output in outputs {
             match output {
                 Output::Persist(record) => {
+                    wrote = true;
                     let Some(log) = self
                         .logs
                         .borrow()
@@ -275,18 +326,21 @@ impl GroupHost {
                     else {
                         tracing::error!(
                             group = record.group(),
-                            "no offsets partition on this shard for the group"
+                            "no offsets partition on this shard for the group; answering NOT_COORDINATOR"
                         );
+                        failed.set(true);
                         continue;
                     };
                     let batch = encode_record(&record);
                     let seq = self.barrier.start();
                     let barrier = self.barrier.clone();
+                    let failed = failed.clone();
                     let mut append: Pin<Box<dyn Future<Output = ()>>> = Box::pin(async move {
                         if let Err(e) = log.append(batch, now_ms()).await {
                             // The coordinator already applied the change in memory; it
-                            // is lost at restart. Say so loudly.
-                            tracing::error!(error = %e, "writing group state failed");
+                            // is lost at restart, and the response says so.
+                            tracing::error!(error = %e, "writing group state failed; answering NOT_COORDINATOR");
+                            failed.set(true);
                         }
                         barrier.finish(seq);
                     });
@@ -294,15 +348,19 @@ impl GroupHost {
                         appends.push(append);
                     }
                 }
-                Output::Respond { token, response } => {
+                Output::Respond { token, mut response } => {
                     let Some(tx) = self.waiting.borrow_mut().remove(&token) else {
                         continue;
                     };
+                    let depends = wrote.then(|| failed.clone());
                     match self.barrier.wait_for_started() {
                         None => {
+                            if depends.is_some_and(|f| f.get()) {
+                                answer_failed_write(&mut response);
+                            }
                             let _ = tx.send(response);
                         }
-                        Some(durable) => later.push((durable, tx, Box::new(response))),
+                        Some(durable) => later.push((durable, depends, tx, Box::new(response))),
                     }
                 }
             }
@@ -312,9 +370,12 @@ impl GroupHost {
         for append in appends {
             glommio::spawn_local(append).detach();
         }
-        for (durable, tx, response) in later {
+        for (durable, depends, tx, mut response) in later {
             glommio::spawn_local(async move {
                 let _ = durable.await;
+                if depends.is_some_and(|f| f.get()) {
+                    answer_failed_write(&mut response);
+                }
                 let _ = tx.send(*response);
             })
             .detach();
@@ -429,6 +490,62 @@ async fn replay(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The error codes of an OffsetCommit of `g`'s t/0 at `offset` (a standalone
+    /// commit: generation -1, no member), through the shard's group host.
+    async fn commit_codes(host: &GroupHost, offset: i64) -> Vec<i16> {
+        use kafka_protocol::messages::offset_commit_request::{
+            OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+        };
+        use kafka_protocol::messages::{GroupId, OffsetCommitRequest, TopicName};
+        use kafka_protocol::protocol::StrBytes;
+        let partition = OffsetCommitRequestPartition::default()
+            .with_partition_index(0)
+            .with_committed_offset(offset);
+        let topic = OffsetCommitRequestTopic::default()
+            .with_name(TopicName(StrBytes::from_static_str("t")))
+            .with_partitions(vec![partition]);
+        let request = OffsetCommitRequest::default()
+            .with_group_id(GroupId(StrBytes::from_static_str("g")))
+            .with_generation_id_or_member_epoch(-1)
+            .with_topics(vec![topic]);
+        let call = GroupCall {
+            request: RequestKind::OffsetCommit(request),
+            api_version: 8,
+            client_id: "test".into(),
+            client_host: "/127.0.0.1".into(),
+        };
+        let (tx, rx) = oneshot::channel();
+        host.submit(call, tx).await;
+        let Ok(ResponseKind::OffsetCommit(r)) = rx.await else { panic!("no OffsetCommit answer") };
+        r.topics.iter().flat_map(|t| t.partitions.iter().map(|p| p.error_code)).collect()
+    }
+
+    /// A commit whose write fails is answered NOT_COORDINATOR (not success); the
+    /// offsets partition is opened again on a later write and commits succeed again.
+    #[test]
+    fn a_failed_group_write_answers_not_coordinator_then_the_log_reopens() {
+        crate::shard::testing::with_shard(|shard| async move {
+            let host = &shard.groups;
+            assert_eq!(commit_codes(host, 5).await, vec![0]);
+            let logs = host.open_logs();
+            assert_eq!(logs.len(), 1);
+            let (p, first) = logs[0].clone();
+            first.fail_for_test();
+            // Within the back-off the failed log stays: the write fails.
+            host.last_reopen.set(Some(std::time::Instant::now()));
+            assert_eq!(commit_codes(host, 6).await, vec![16]);
+            assert!(Rc::ptr_eq(&host.existing_log(p).unwrap(), &first));
+            // After it, the partition is opened again from its files.
+            host.last_reopen.set(None);
+            assert_eq!(commit_codes(host, 7).await, vec![0]);
+            let reopened = host.existing_log(p).unwrap();
+            assert!(!Rc::ptr_eq(&reopened, &first));
+            assert!(!reopened.write_failed());
+            // Written: the commits of offsets 5 and 7, one record batch each.
+            assert_eq!(reopened.high_watermark(), 2);
+        });
+    }
 
     /// A commit record with `metadata_len` bytes of metadata.
     fn commit(partition: i32, offset: i64, seq: i32, metadata_len: usize) -> Record {

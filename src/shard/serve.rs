@@ -75,7 +75,7 @@ pub async fn execute(shard: &Rc<Shard>, message: ShardMessage) {
 async fn execute_data(shard: &Rc<Shard>, request: DataRequest) {
     match request {
         DataRequest::Append { topic, partition, batch, now_ms, reply } => {
-            let Some(owned) = shard.log(&topic, partition) else {
+            let Some(owned) = shard.writable_log(&topic, partition) else {
                 let _ = reply.send(Err(not_here(shard, &topic, partition)));
                 return;
             };
@@ -92,7 +92,7 @@ async fn execute_data(shard: &Rc<Shard>, request: DataRequest) {
             let mut started: Vec<Vec<Started>> = Vec::with_capacity(partitions.len());
             let mut writing = false;
             for PartitionBatches { topic, partition, batches } in partitions {
-                let Some(owned) = shard.log(&topic, partition) else {
+                let Some(owned) = shard.writable_log(&topic, partition) else {
                     started.push(vec![Started::Done(Err(not_here(shard, &topic, partition)))]);
                     continue;
                 };

@@ -117,13 +117,32 @@ impl Shard {
         if !self.open_failures.borrow().contains_key(&(topic.to_string(), partition)) {
             return None;
         }
+        self.start_reopen();
+        Some(ResponseError::KafkaStorageError)
+    }
+
+    /// The log to append to `topic`/`partition` ([`Shard::log`]). When its last write
+    /// failed (say, the disk was full) the log answers appends with KAFKA_STORAGE_ERROR,
+    /// and this starts a new try at opening it (at most once per [`REOPEN_BACKOFF`]):
+    /// recovery from the files rebuilds what was written, and appends resume once
+    /// writes succeed again.
+    pub fn writable_log(self: &Rc<Self>, topic: &str, partition: i32) -> Option<Rc<OwnedLog>> {
+        let owned = self.log(topic, partition)?;
+        if owned.log.write_failed() {
+            self.start_reopen();
+        }
+        Some(owned)
+    }
+
+    /// Starts another try at opening the partitions whose log failed to open or to
+    /// write, unless one started less than [`REOPEN_BACKOFF`] ago.
+    fn start_reopen(self: &Rc<Self>) {
         let due = self.last_reopen.get().is_none_or(|t| t.elapsed() >= REOPEN_BACKOFF);
         if due {
             self.last_reopen.set(Some(std::time::Instant::now()));
             let shard = self.clone();
             glommio::spawn_local(async move { shard.reopen_failed().await }).detach();
         }
-        Some(ResponseError::KafkaStorageError)
     }
 
     /// The owned partitions whose log could not be opened, with the error.
@@ -275,6 +294,10 @@ impl Shard {
                     continue;
                 }
                 let open = self.logs.borrow().get(&key).cloned();
+                if let Some(owned) = open.as_ref().filter(|o| o.log.write_failed()) {
+                    self.reopen_after_write_failure(key, owned, &topic_config).await;
+                    continue;
+                }
                 if let Some(owned) = open {
                     // AlterConfigs: the open log follows its topic's configs.
                     if owned.log.update_config(&self.log_config(&topic_config)) {
@@ -307,6 +330,39 @@ impl Shard {
             }
         }
         self.groups.set_topics(&catalog).await;
+    }
+
+    /// Opens again the log of `key`, whose last write failed: the failed instance is
+    /// closed first (its zero fill settles, its files stay readable), then recovery
+    /// rebuilds the log from disk, and the new instance replaces it. If the open fails
+    /// (the disk is still full), the failed instance stays: fetches keep reading it and
+    /// appends keep getting KAFKA_STORAGE_ERROR until a later try succeeds.
+    async fn reopen_after_write_failure(
+        &self,
+        key: (String, i32),
+        failed: &Rc<OwnedLog>,
+        topic_config: &EffectiveTopicConfig,
+    ) {
+        let _ = failed.log.close().await;
+        let dir = self.partition_dir(&key.0, key.1);
+        match PartitionLog::open(dir, self.log_config(topic_config)).await {
+            Ok(log) => {
+                tracing::info!(
+                    topic = %key.0,
+                    partition = key.1,
+                    high_watermark = log.high_watermark(),
+                    "partition log opened again after a write failure; appends resume"
+                );
+                let owned = OwnedLog { topic_id: failed.topic_id, log };
+                self.logs.borrow_mut().insert(key, Rc::new(owned));
+            }
+            Err(e) => tracing::warn!(
+                topic = %key.0,
+                partition = key.1,
+                error = %e,
+                "opening a partition log again after a write failure failed; retrying on the next append"
+            ),
+        }
     }
 
     fn log_config(&self, topic: &EffectiveTopicConfig) -> LogConfig {

@@ -201,3 +201,33 @@ fn pipelined_append_many_keep_request_order() {
         assert_eq!(stored_bases(&shard, "many", 1).await, stored);
     });
 }
+
+/// A partition whose write failed (a full disk): appends get KAFKA_STORAGE_ERROR, what
+/// it stored stays readable, and the shard opens it again (recovery) so that appends
+/// resume right after the last written batch.
+#[test]
+fn a_failed_partition_log_is_opened_again_and_appends_resume() {
+    with_shard(|shard| async move {
+        let ok = append_each(&shard, "single", vec![(0, vec![batch(3), batch(3)])]).await;
+        assert_eq!(base_offsets(&ok), vec![Ok(0)]);
+        let failed = shard.log("single", 0).expect("owned").log.clone();
+        failed.fail_for_test();
+        let refused = append_each(&shard, "single", vec![(0, vec![batch(2)])]).await;
+        assert_eq!(base_offsets(&refused), vec![Err(ResponseError::KafkaStorageError)]);
+        // The refusal started a new try at opening it; wait for the new instance.
+        let mut waited = 0;
+        while Rc::ptr_eq(&shard.log("single", 0).expect("owned").log, &failed) {
+            assert!(waited < 200, "the failed log was never opened again");
+            glommio::timer::sleep(std::time::Duration::from_millis(10)).await;
+            waited += 1;
+        }
+        // The failed instance still serves what it stored.
+        let old = failed.read(0, 1 << 20).await.expect("read");
+        let bases: Vec<i64> =
+            BatchIter::new(&old).map(|b| b.expect("batch").1.base_offset).collect();
+        assert_eq!(bases, vec![0, 3]);
+        let resumed = append_each(&shard, "single", vec![(0, vec![batch(2)])]).await;
+        assert_eq!(base_offsets(&resumed), vec![Ok(6)]);
+        assert_eq!(stored_bases(&shard, "single", 0).await, vec![0, 3, 6]);
+    });
+}
