@@ -98,7 +98,8 @@ pub struct Config {
 
     /// A connection with no request in flight that reads no byte for this long is
     /// closed, in ms (Kafka `connections.max.idle.ms`); this also drops a client that
-    /// sent part of a frame and stalled. 0: never.
+    /// sent part of a frame and stalled, and one that takes no byte of a response for
+    /// this long (it stopped reading). 0: never.
     #[arg(long, env = "SHARDLOG_CONNECTIONS_MAX_IDLE_MS", default_value_t = 600_000)]
     pub connections_max_idle_ms: u64,
 

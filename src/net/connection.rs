@@ -6,7 +6,9 @@
 //! [`MAX_IN_FLIGHT`] requests wait for their responses; beyond that the reader stops
 //! reading (back-pressure), and so it does while the bytes of its unanswered requests
 //! are over the connection's or the shard's budget ([`super::limits`]). A connection
-//! with nothing in flight that reads nothing for `--connections-max-idle-ms` is closed.
+//! with nothing in flight that reads nothing for `--connections-max-idle-ms` is closed,
+//! and so is one whose client takes no byte of a response for that long (it stopped
+//! reading: its queued responses and their budget are released).
 //! A malformed request, an unknown API key or an oversized frame closes the connection
 //! with a logged reason; nothing else is affected.
 
@@ -126,14 +128,14 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, budget: ConnectionBudget
     let writer_in_flight = in_flight.clone();
     let (done_tx, done_rx) = futures_channel::oneshot::channel::<()>();
     let writer = Half(stream.clone());
+    let max_idle = std::time::Duration::from_millis(shard.config.connections_max_idle_ms);
     glommio::spawn_local(async move {
-        write_loop(writer, rx, peer, &writer_in_flight).await;
+        write_loop(writer, rx, peer, &writer_in_flight, max_idle).await;
         let _ = done_tx.send(());
     })
     .detach();
 
     let reader = Half(stream.clone());
-    let max_idle = std::time::Duration::from_millis(shard.config.connections_max_idle_ms);
     let read_side = async {
         let idle = async {
             in_flight.idle_for(max_idle).await;
@@ -306,9 +308,10 @@ async fn write_loop(
     rx: LocalReceiver<Queued>,
     peer: Option<SocketAddr>,
     in_flight: &InFlight,
+    stall: std::time::Duration,
 ) {
     while let Some(Queued { correlation_id, dispatched, reservation, label }) = rx.recv().await {
-        let open = write_one(&mut writer, correlation_id, dispatched, peer, label).await;
+        let open = write_one(&mut writer, correlation_id, dispatched, peer, label, stall).await;
         drop(reservation);
         in_flight.touch();
         in_flight.done_one();
@@ -327,6 +330,7 @@ async fn write_one(
     dispatched: Dispatched,
     peer: Option<SocketAddr>,
     label: Rc<Label>,
+    stall: std::time::Duration,
 ) -> bool {
     let Dispatched { api, response_version, outcome } = dispatched;
     let response = match outcome {
@@ -355,8 +359,12 @@ async fn write_one(
             return false;
         }
     };
-    if let Err(e) = write_all_parts(writer, &frame).await {
-        tracing::debug!(?peer, error = %e, "write failed");
+    if let Err(e) = write_all_parts(writer, &frame, stall).await {
+        if e.kind() == std::io::ErrorKind::TimedOut {
+            tracing::info!(?peer, ?api, error = %e, "closing connection: the client stopped reading its responses");
+        } else {
+            tracing::debug!(?peer, error = %e, "write failed");
+        }
         return false;
     }
     true

@@ -121,15 +121,33 @@ impl AsyncWrite for Half {
 }
 
 /// Writes every byte of `parts`, in order, with as few `sendmsg` calls as the socket
-/// allows (see [`Half::poll_write_vectored`]).
-pub async fn write_all_parts(half: &mut Half, parts: &[bytes::Bytes]) -> io::Result<()> {
+/// allows (see [`Half::poll_write_vectored`]). Errors: the socket's, or `TimedOut`
+/// when the peer took nothing for `stall` (its receive window stayed full: a client
+/// that stopped reading its responses); `stall` zero waits forever.
+pub async fn write_all_parts(
+    half: &mut Half,
+    parts: &[bytes::Bytes],
+    stall: std::time::Duration,
+) -> io::Result<()> {
     let mut index = 0; // first part not wholly written
     let mut offset = 0; // bytes of parts[index] already written
     while index < parts.len() {
         let slices: Vec<IoSlice<'_>> = std::iter::once(IoSlice::new(&parts[index][offset..]))
             .chain(parts[index + 1..].iter().take(MAX_IOVECS - 1).map(|p| IoSlice::new(p)))
             .collect();
-        let mut written = futures_lite::AsyncWriteExt::write_vectored(half, &slices).await?;
+        let write = futures_lite::AsyncWriteExt::write_vectored(half, &slices);
+        let mut written = if stall.is_zero() {
+            write.await?
+        } else {
+            futures_lite::future::or(write, async {
+                glommio::timer::sleep(stall).await;
+                Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("the peer read nothing for {} ms", stall.as_millis()),
+                ))
+            })
+            .await?
+        };
         if written == 0 && slices.iter().any(|s| !s.is_empty()) {
             return Err(io::ErrorKind::WriteZero.into());
         }
@@ -220,13 +238,44 @@ mod tests {
                 let stream = TcpStream::connect(addr).await.unwrap();
                 let shared = Rc::new(RefCell::new(stream));
                 let mut half = Half(shared.clone());
-                write_all_parts(&mut half, &parts).await.unwrap();
+                write_all_parts(&mut half, &parts, std::time::Duration::from_secs(30))
+                    .await
+                    .unwrap();
                 drop(half);
                 let stream = Rc::try_unwrap(shared).unwrap().into_inner();
                 stream.shutdown(std::net::Shutdown::Write).await.unwrap();
                 let got = reader.await;
                 assert_eq!(got.len(), expected.len());
                 assert!(got == expected, "bytes differ");
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+
+    /// A peer that reads nothing: the write gives up with `TimedOut` once the socket
+    /// buffers are full and nothing moved for the stall time.
+    #[test]
+    fn write_all_parts_times_out_when_the_peer_reads_nothing() {
+        glommio::LocalExecutorBuilder::default()
+            .spawn(|| async move {
+                let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+                let addr = listener.local_addr().unwrap();
+                let (hold_tx, hold_rx) = futures_channel::oneshot::channel::<()>();
+                let peer = glommio::spawn_local(async move {
+                    let _conn = listener.accept().await.unwrap();
+                    let _ = hold_rx.await;
+                });
+                let stream = TcpStream::connect(addr).await.unwrap();
+                let mut half = Half(Rc::new(RefCell::new(stream)));
+                let parts = vec![bytes::Bytes::from(vec![7u8; 64 << 20])];
+                let stall = std::time::Duration::from_millis(200);
+                let started = std::time::Instant::now();
+                let e = write_all_parts(&mut half, &parts, stall).await.unwrap_err();
+                assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+                assert!(started.elapsed() >= stall);
+                let _ = hold_tx.send(());
+                peer.await;
             })
             .unwrap()
             .join()

@@ -107,6 +107,41 @@ def test_a_long_poll_longer_than_the_idle_timeout_is_answered(broker_factory):
         assert r.i32() == 3
 
 
+def test_a_client_that_stops_reading_responses_is_closed(broker_factory):
+    """Responses pile up unread (a small receive buffer, 1 MiB fetches pipelined): once
+    the client takes nothing for the idle time the broker closes the connection, so its
+    queued responses stop holding the shard's memory; others are served meanwhile."""
+    from kafka import KafkaProducer
+
+    b = broker_factory("--connections-max-idle-ms", "800")
+    with KafkaAdminClient(bootstrap_servers=b.bootstrap) as admin:
+        admin.create_topics([NewTopic("unread", 1, 1)])
+    p = KafkaProducer(bootstrap_servers=b.bootstrap, acks=1)
+    for _ in range(64):
+        p.send("unread", value=b"x" * (16 << 10), partition=0)
+    p.flush()
+    p.close()
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    host, port = b.bootstrap.split(":")
+    s.connect((host, int(port)))
+    try:
+        # 40 fetches of 1 MiB each, never read: far more than the socket buffers hold.
+        for i in range(40):
+            s.sendall(fetch_v4_frame(100 + i, "unread", 0))
+        deadline = time.monotonic() + 15
+        needle = "closing connection: the client stopped reading its responses"
+        while needle not in b.stderr_path.read_text():
+            assert time.monotonic() < deadline, "the stalled connection was never closed"
+            with raw_connect(b.bootstrap) as other:
+                assert answered(other, 1, timeout=5)
+            time.sleep(0.2)
+    finally:
+        s.close()
+    with raw_connect(b.bootstrap) as other:
+        assert answered(other, 2, timeout=5)
+
+
 # ------------------------------------------------------------------ connection counts
 
 
