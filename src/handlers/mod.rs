@@ -82,8 +82,11 @@ pub enum Outcome<R> {
     /// auto-creation). Kafka processes a connection's requests one at a time; shardlog
     /// overlaps them except across these.
     Serial(Deferred<R>),
-    /// No response at all (acks=0 produce).
-    Silent,
+    /// No response at all (acks=0 produce). The connection still waits for the work
+    /// (the appends) to finish before it forgets the request, so the request's bytes
+    /// stay counted in the connection's and the shard's budgets until then
+    /// ([`crate::net::limits`]): a fast acks=0 producer is held back like any other.
+    Silent(Pin<Box<dyn Future<Output = ()>>>),
 }
 
 impl<R: 'static> Outcome<R> {
@@ -103,7 +106,7 @@ impl<R: 'static> Outcome<R> {
             Outcome::Ready(r) => Outcome::Ready(f(r)),
             Outcome::Later(later) => Outcome::Later(Box::pin(async move { later.await.map(f) })),
             Outcome::Serial(later) => Outcome::Serial(Box::pin(async move { later.await.map(f) })),
-            Outcome::Silent => Outcome::Silent,
+            Outcome::Silent(done) => Outcome::Silent(done),
         }
     }
 }

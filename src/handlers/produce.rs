@@ -148,7 +148,9 @@ pub async fn handle(ctx: &Ctx, request: ProduceRequest) -> Outcome<ProduceRespon
         None => Vec::new(),
     };
     if acks == 0 {
-        return Outcome::Silent;
+        return Outcome::Silent(Box::pin(async move {
+            respond(v, topics, grouped).await;
+        }));
     }
     Outcome::later(respond(v, topics, grouped))
 }

@@ -81,7 +81,7 @@ fn every_advertised_version_of_every_api_is_served() {
                     .await
                     .unwrap_or_else(|_| panic!("{api:?} v{version}: no answer in 10 s"))
                     .unwrap_or_else(|| panic!("{api:?} v{version}: response dropped")),
-                    Outcome::Silent => {
+                    Outcome::Silent(_) => {
                         // Only a Produce with acks=0 (the default request) is silent.
                         assert_eq!(api, ApiKey::Produce, "{api:?} v{version} gave no response");
                         served += 1;

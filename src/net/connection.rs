@@ -344,7 +344,11 @@ async fn write_one(
                 return false;
             }
         },
-        Outcome::Silent => return true,
+        Outcome::Silent(done) => {
+            // Nothing to write; the request's budget is held until its appends finish.
+            Labeled::new(label, done).await;
+            return true;
+        }
     };
     let frame = match encode(correlation_id, api, response_version, &response) {
         Ok(frame) => frame,

@@ -7,8 +7,7 @@
 //! A request's bytes are reserved from its connection's budget when its 4-byte size
 //! prefix has been read, before its body is read, and from its shard's budget once the
 //! body is in; both are given back once its response has been written (for `acks=0`
-//! produce: once it has been handed to the partitions' shards, so those are not
-//! bounded here). While a reservation waits the connection reads nothing more: the
+//! produce, which has none: once its appends have finished). While a reservation waits the connection reads nothing more: the
 //! client's writes back up into its socket buffer and then into the client, as with
 //! Kafka's muted channels. So the bytes held are at most the shard's budget plus one
 //! frame per connection being read.

@@ -142,6 +142,33 @@ def test_a_client_that_stops_reading_responses_is_closed(broker_factory):
         assert answered(other, 2, timeout=5)
 
 
+def test_acks_0_produce_within_a_small_budget_loses_nothing(broker_factory):
+    """acks=0 requests get no response, but their bytes stay in the budgets until their
+    appends finish: with a 256 KiB per-connection budget a librdkafka producer at full
+    speed is held back by TCP, and every record it sent is stored, in order."""
+    from confluent_kafka import Producer
+
+    from helpers import confluent_consume_all
+
+    b = broker_factory("--queued-max-request-bytes-per-connection", str(256 << 10))
+    with KafkaAdminClient(bootstrap_servers=b.bootstrap) as admin:
+        admin.create_topics([NewTopic("acks0", 4, 1)])
+    p = Producer({"bootstrap.servers": b.bootstrap, "acks": 0, "linger.ms": 5,
+                  "batch.size": 64 << 10, "enable.idempotence": False})
+    per_partition = 5000
+    for i in range(per_partition):
+        for part in range(4):
+            p.produce("acks0", value=b"%06d" % i + b"." * 1000, partition=part)
+            p.poll(0)
+    assert p.flush(60) == 0
+    counts = {part: per_partition for part in range(4)}
+    got = confluent_consume_all(b.bootstrap, "acks0", counts, timeout_s=60)
+    for part in range(4):
+        values = [g.rec.value[:6] for g in got[part]]
+        assert values == [b"%06d" % i for i in range(per_partition)], part
+        assert [g.offset for g in got[part]] == list(range(per_partition))
+
+
 # ------------------------------------------------------------------ connection counts
 
 
