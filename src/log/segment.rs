@@ -557,9 +557,10 @@ fn slice(r: &ReadResult, at: usize, len: usize) -> ReadResult {
 }
 
 /// Writes `data` to `path` via a temporary file, synced before it is renamed into
-/// place: after a crash (even of the machine) `path` holds the old or the new bytes,
-/// never a torn mix or an empty file. Blocking std I/O: for small files written at a
-/// roll, a close or a cleaner pass, never per request.
+/// place, then syncs the directory so that the rename itself survives a machine crash:
+/// afterwards `path` holds the old or the new bytes, never a torn mix or an empty file.
+/// Blocking std I/O: for small files written at a roll, a close or a cleaner pass,
+/// never per request.
 pub fn write_atomic(path: &Path, data: &[u8]) -> io::Result<()> {
     use std::io::Write;
     let tmp = PathBuf::from(format!("{}.tmp", path.display()));
@@ -567,7 +568,15 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> io::Result<()> {
     file.write_all(data)?;
     file.sync_data()?;
     drop(file);
-    std::fs::rename(&tmp, path)
+    std::fs::rename(&tmp, path)?;
+    sync_parent_dir(path)
+}
+
+/// fsyncs the directory holding `path` (what makes a create, rename or unlink in it
+/// durable on ext4 and xfs).
+pub fn sync_parent_dir(path: &Path) -> io::Result<()> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::File::open(dir)?.sync_all()
 }
 
 thread_local! {

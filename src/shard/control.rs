@@ -64,7 +64,10 @@ impl Control {
                 let mut f = std::fs::File::create(&tmp)?;
                 f.write_all(until.to_string().as_bytes())?;
                 f.sync_all()?;
-                std::fs::rename(&tmp, &path)
+                std::fs::rename(&tmp, &path)?;
+                // Without this a machine crash may bring back the old reservation, and
+                // producer ids already handed out would be handed out again.
+                crate::log::segment::sync_parent_dir(&path)
             };
             if let Err(e) = write() {
                 tracing::error!(error = %e, "saving the producer id reservation failed");
