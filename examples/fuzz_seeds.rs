@@ -1,15 +1,26 @@
 //! Writes the seed corpora of the fuzz targets into `<dir>/<target>/`: request frames
 //! (the v1 and v2 request headers of every advertised API and version, with an empty
 //! body, and a Produce v9 frame carrying a real batch), segment bytes (valid batches
-//! back to back, with a torn tail and zero padding), and group log records in Kafka's
-//! `__consumer_offsets` formats. The fuzzers (`fuzz/`) mutate them; `scripts/fuzz` runs
+//! back to back, with a torn tail and zero padding), group log records in Kafka's
+//! `__consumer_offsets` formats, and for the `dispatch` target every API and version
+//! with a default body plus a CreateTopics-Produce-Fetch-ListOffsets session. The fuzzers (`fuzz/`) mutate them; `scripts/fuzz` runs
 //! this first, so the seeds follow the code and nothing binary is committed.
 //!
 //!     cargo run --release --example fuzz_seeds -- <dir>
 
 use std::path::Path;
 
-use shardlog::handlers::REGISTRY;
+use bytes::BytesMut;
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{
+    ApiKey, CreateTopicsRequest, FetchRequest, ListOffsetsRequest, ProduceRequest, RequestHeader,
+    RequestKind, TopicName,
+};
+use kafka_protocol::protocol::{Encodable, StrBytes};
+use shardlog::handlers::{default_request, REGISTRY};
 use shardlog::protocol::batch::testing::{build_batch, BatchSpec};
 
 fn str16(s: &str) -> Vec<u8> {
@@ -124,4 +135,60 @@ fn main() {
     tomb.extend(&gkey);
     tomb.push(0x80);
     write(dir, "group_records", "group-tombstone", &tomb);
+
+    dispatch_seeds(dir);
+}
+
+/// A whole request frame: `body` encoded at `version` behind the header version the
+/// API uses at that version.
+fn request_frame(api: ApiKey, version: i16, body: &RequestKind) -> Vec<u8> {
+    let mut buf = BytesMut::new();
+    RequestHeader::default()
+        .with_request_api_key(api as i16)
+        .with_request_api_version(version)
+        .with_correlation_id(7)
+        .with_client_id(Some(StrBytes::from_static_str("seed")))
+        .encode(&mut buf, api.request_header_version(version))
+        .expect("header encodes");
+    body.encode(&mut buf, version).expect("body encodes");
+    frame(&buf)
+}
+
+/// Seeds of the `dispatch` target: every advertised API and version with a default
+/// body (it decodes, so the handler runs), and a short session: CreateTopics "t" of 2
+/// partitions, a Produce of one batch, a Fetch and a ListOffsets of it.
+fn dispatch_seeds(dir: &Path) {
+    for (api, versions) in REGISTRY {
+        let body = default_request(*api).expect("every registered API has a request");
+        for v in versions.min..=versions.max {
+            let f = request_frame(*api, v, &body);
+            write(dir, "dispatch", &format!("default-api{}-v{v}", *api as i16), &f);
+        }
+    }
+    let topic = || TopicName(StrBytes::from_static_str("t"));
+    let create = CreateTopicsRequest::default().with_topics(vec![CreatableTopic::default()
+        .with_name(topic())
+        .with_num_partitions(2)
+        .with_replication_factor(1)]);
+    let batch = build_batch(&BatchSpec { records: 3, value_len: 20, ..Default::default() });
+    let produce =
+        ProduceRequest::default().with_acks(-1).with_timeout_ms(1000).with_topic_data(vec![
+            TopicProduceData::default().with_name(topic()).with_partition_data(vec![
+                PartitionProduceData::default().with_index(0).with_records(Some(batch.into())),
+            ]),
+        ]);
+    let fetch =
+        FetchRequest::default().with_max_wait_ms(10).with_max_bytes(1 << 20).with_topics(vec![
+            FetchTopic::default().with_topic(topic()).with_partitions(vec![
+                FetchPartition::default().with_partition(0).with_partition_max_bytes(1 << 20),
+            ]),
+        ]);
+    let list = ListOffsetsRequest::default().with_topics(vec![ListOffsetsTopic::default()
+        .with_name(topic())
+        .with_partitions(vec![ListOffsetsPartition::default().with_timestamp(-1)])]);
+    let mut session = request_frame(ApiKey::CreateTopics, 7, &RequestKind::CreateTopics(create));
+    session.extend(request_frame(ApiKey::Produce, 9, &RequestKind::Produce(produce)));
+    session.extend(request_frame(ApiKey::Fetch, 12, &RequestKind::Fetch(fetch)));
+    session.extend(request_frame(ApiKey::ListOffsets, 7, &RequestKind::ListOffsets(list)));
+    write(dir, "dispatch", "create-produce-fetch-list", &session);
 }

@@ -157,9 +157,10 @@ macro_rules! apis {
             }
         }
 
-        /// A request of `api` with every field at its default (tests).
-        #[cfg(test)]
-        fn default_request(api: ApiKey) -> Option<RequestKind> {
+        /// A request of `api` with every field at its default (tests, and the seeds of
+        /// the fuzz targets: `examples/fuzz_seeds.rs`).
+        #[doc(hidden)]
+        pub fn default_request(api: ApiKey) -> Option<RequestKind> {
             match api {
                 $(ApiKey::$api => Some(RequestKind::$api(Default::default())),)*
                 _ => None,
