@@ -264,6 +264,21 @@ pub struct Config {
     #[arg(long, env = "SHARDLOG_DEBUG_PANIC_CLIENT_ID", hide = true)]
     pub debug_panic_client_id: Option<String>,
 
+    /// For tests of the stall watchdog only: a request whose client id is this blocks
+    /// the thread of the shard that reads it for 3 s.
+    #[arg(long, env = "SHARDLOG_DEBUG_STALL_CLIENT_ID", hide = true)]
+    pub debug_stall_client_id: Option<String>,
+
+    /// A shard that has not run its tasks for this long (its thread blocked, or a task
+    /// that never yields) is logged as stalled, in ms ([`crate::watchdog`]). 0: never.
+    #[arg(long, env = "SHARDLOG_STALL_WARN_MS", default_value_t = 2_000)]
+    pub stall_warn_ms: u64,
+
+    /// A shard that has not run its tasks for this long makes the broker log it and
+    /// abort (exit by SIGABRT), in ms: a broker with a dead core must not go on. 0: never.
+    #[arg(long, env = "SHARDLOG_STALL_ABORT_MS", default_value_t = 120_000)]
+    pub stall_abort_ms: u64,
+
     /// Log filter (tracing `EnvFilter` syntax), e.g. `info` or `shardlog=debug`.
     #[arg(long, env = "SHARDLOG_LOG", default_value = "info")]
     pub log: String,

@@ -22,6 +22,7 @@
 //! | [`clock`] | the wall clock in ms |
 //! | [`shutdown`] | the SIGINT/SIGTERM flag, the cross-shard start and drain barriers |
 //! | [`crash`] | the panic hook: log the request being served, abort |
+//! | [`watchdog`] | per-shard heartbeats and the thread that reports (and past a limit aborts on) a shard that stopped running its tasks |
 //!
 //! `ARCHITECTURE.md` follows a Produce and a Fetch through these modules.
 //!
@@ -57,3 +58,4 @@ pub mod protocol;
 pub mod shard;
 pub mod shutdown;
 pub mod topic_config;
+pub mod watchdog;

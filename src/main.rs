@@ -15,6 +15,7 @@ use shardlog::config::Config;
 use shardlog::net::limits::ConnectionLimits;
 use shardlog::shard::{serve::serve_mesh, Shard, ShardMessage};
 use shardlog::shutdown::{Shutdown, Startup};
+use shardlog::watchdog::{Heartbeats, Thresholds};
 
 /// Capacity of each shard-to-shard channel, in messages.
 const MESH_CHANNEL_CAPACITY: usize = 1024;
@@ -118,6 +119,15 @@ fn main() -> ExitCode {
     let startup = Startup::default();
     let limits = ConnectionLimits::new(config.max_connections, config.max_connections_per_ip);
     let mesh = MeshBuilder::<ShardMessage, _>::full(nr_shards, MESH_CHANNEL_CAPACITY);
+    let heartbeats = Heartbeats::new(nr_shards);
+    let thresholds = Thresholds {
+        warn: std::time::Duration::from_millis(config.stall_warn_ms),
+        abort: std::time::Duration::from_millis(config.stall_abort_ms),
+    };
+    if let Err(e) = shardlog::watchdog::spawn(heartbeats.clone(), thresholds) {
+        tracing::error!(error = %e, "cannot start the watchdog thread");
+        return ExitCode::FAILURE;
+    }
     let pool = {
         let config = config.clone();
         let shutdown = shutdown.clone();
@@ -132,6 +142,7 @@ fn main() -> ExitCode {
         builder.on_all_shards(move || {
             run_shard(Lifecycle {
                 config: config.clone(),
+                heartbeats: heartbeats.clone(),
                 mesh: mesh.clone(),
                 shutdown: shutdown.clone(),
                 startup: startup.clone(),
@@ -187,6 +198,7 @@ fn main() -> ExitCode {
 /// What every shard is started with, shared by all of them.
 struct Lifecycle {
     config: Arc<Config>,
+    heartbeats: Arc<Heartbeats>,
     mesh: MeshBuilder<ShardMessage, glommio::channels::channel_mesh::Full>,
     shutdown: Shutdown,
     startup: Startup,
@@ -197,10 +209,36 @@ struct Lifecycle {
 /// One shard's whole life: join the mesh, open its logs, wait until every shard has,
 /// listen, serve, drain, close.
 async fn run_shard(life: Lifecycle) -> Result<(), String> {
-    let Lifecycle { config, mesh, shutdown, startup, limits, nr_shards } = life;
+    let Lifecycle { config, heartbeats, mesh, shutdown, startup, limits, nr_shards } = life;
     let (senders, receivers) =
         mesh.join().await.map_err(|_| "joining the shard mesh failed".to_string())?;
     let id = senders.peer_id();
+    // From here the watchdog sees this shard run (before, its slot counts from the
+    // start, so a shard that never gets here is reported too).
+    glommio::spawn_local(shardlog::watchdog::beat(heartbeats.clone(), id)).detach();
+    let life = Started { config, shutdown, startup, limits, nr_shards };
+    let result = run_started_shard(life, id, senders, receivers).await;
+    heartbeats.done(id);
+    result
+}
+
+/// What [`run_started_shard`] needs of the [`Lifecycle`].
+struct Started {
+    config: Arc<Config>,
+    shutdown: Shutdown,
+    startup: Startup,
+    limits: Arc<ConnectionLimits>,
+    nr_shards: usize,
+}
+
+/// [`run_shard`] once the shard has joined the mesh as shard `id`.
+async fn run_started_shard(
+    life: Started,
+    id: usize,
+    senders: glommio::channels::channel_mesh::Senders<ShardMessage>,
+    receivers: glommio::channels::channel_mesh::Receivers<ShardMessage>,
+) -> Result<(), String> {
+    let Started { config, shutdown, startup, limits, nr_shards } = life;
     let shard = match Shard::start(id, nr_shards, config.clone(), senders).await {
         Ok(shard) => shard,
         Err(e) => {

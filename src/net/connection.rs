@@ -226,6 +226,10 @@ async fn read_loop(
             })
             .await;
         }
+        if shard.config.debug_stall_client_id.as_deref() == Some(request.client_id.as_str()) {
+            tracing::warn!("--debug-stall-client-id matched: blocking this shard for 3 s");
+            std::thread::sleep(std::time::Duration::from_secs(3));
+        }
         let ctx = Ctx {
             shard: shard.clone(),
             api_version,

@@ -357,3 +357,43 @@ def test_a_panic_is_logged_with_its_request_and_ends_the_process(tmp_path):
     log = b.stderr_path.read_text()
     assert "panic:" in log
     assert 'request api_key=18 api_version=0 correlation_id=77 client_id="boom"' in log
+
+
+# ------------------------------------------------------------------ stall watchdog
+
+
+def test_a_stalled_shard_is_reported_then_runs_again(broker_factory):
+    """A request that blocks its shard's thread for 3 s (a hidden debug flag): the
+    watchdog logs the stall once, then that the shard runs again; the request is answered
+    and the broker goes on."""
+    b = broker_factory("--debug-stall-client-id", "slow", "--stall-warn-ms", "500",
+                       "--stall-abort-ms", "0", cores=1)
+    with raw_connect(b.bootstrap) as s:
+        s.sendall(api_versions_frame(5, client_id="slow"))
+        s.settimeout(15)
+        assert Reader(recv_frame(s)).i32() == 5
+        assert answered(s, 6, timeout=5)
+    deadline = time.monotonic() + 5
+    while "shard runs its tasks again" not in b.stderr_path.read_text():
+        assert time.monotonic() < deadline, "the end of the stall was never logged"
+        time.sleep(0.1)
+    log = b.stderr_path.read_text()
+    assert log.count("shard has not run its tasks for a while") == 1, log
+
+
+def test_a_shard_stalled_past_the_abort_limit_ends_the_process(tmp_path):
+    b = Broker(shardlog_bin(), tmp_path / "b", cores=1,
+               extra_args=["--debug-stall-client-id", "slow", "--stall-abort-ms", "1000"])
+    soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, hard))  # no core file in the temp dir
+    try:
+        b.start()
+    finally:
+        resource.setrlimit(resource.RLIMIT_CORE, (soft, hard))
+    with raw_connect(b.bootstrap) as s:
+        s.sendall(api_versions_frame(5, client_id="slow"))
+        rc = b.proc.wait(timeout=10)
+    b._close_stderr()
+    assert rc == -6  # SIGABRT
+    log = b.stderr_path.read_text()
+    assert "shard stalled past --stall-abort-ms; aborting the broker" in log
