@@ -1,13 +1,16 @@
 //! What a group response says when the group-state write it waited for failed.
 //!
 //! Kafka's coordinator answers a request whose `__consumer_offsets` append failed with
-//! an error instead of the result (GroupMetadataManager's `storeGroup` /
-//! `storeOffsets` callbacks map a storage failure, KAFKA_STORAGE_ERROR or
-//! NOT_LEADER_OR_FOLLOWER, to NOT_COORDINATOR). The client then looks the coordinator
+//! an error instead of the result; the group coordinator of Kafka 3.7+ maps a storage
+//! failure (KAFKA_STORAGE_ERROR, NOT_LEADER_OR_FOLLOWER) to NOT_COORDINATOR
+//! (`CoordinatorOperationExceptionHelper`). The client then looks the coordinator
 //! up again and retries, so it is never told that an offset or an assignment is stored
 //! when it is not. [`GroupCoordinator`](super::GroupCoordinator) has already changed
-//! its memory by then (it does no I/O); what a failed write loses is only what a
-//! restart would have replayed.
+//! its memory by then (it does no I/O): a commit is undone
+//! ([`GroupCoordinator::revert_offset`](super::GroupCoordinator::revert_offset)); a
+//! group's metadata (a SyncGroup assignment, a KIP-848 epoch) is not yet, so a member
+//! that asks again may still see it until a restart (Kafka resets the assignment and
+//! rebalances).
 
 use kafka_protocol::messages::ResponseKind;
 use kafka_protocol::ResponseError;
@@ -15,55 +18,65 @@ use kafka_protocol::ResponseError;
 /// The error a response gets when its write failed: NOT_COORDINATOR (16), as Kafka.
 pub const FAILED_WRITE_ERROR: ResponseError = ResponseError::NotCoordinator;
 
-/// Rewrites `response` to report [`FAILED_WRITE_ERROR`]: the top-level error code, and
-/// every per-partition or per-group code, of the responses of requests that write
-/// group state (OffsetCommit, SyncGroup, JoinGroup, LeaveGroup, DeleteGroups,
-/// OffsetDelete, ConsumerGroupHeartbeat). A SyncGroup response loses its assignment
-/// and a ConsumerGroupHeartbeat response its assignment, so nothing unstored reaches
-/// the client. Other responses (reads) are left as they are.
+/// Rewrites `response` to report [`FAILED_WRITE_ERROR`] where it reports success (an
+/// error code of 0; other errors, such as OFFSET_METADATA_TOO_LARGE, stay): the
+/// top-level code and every per-partition or per-group code of the responses of
+/// requests that write group state (OffsetCommit, SyncGroup, JoinGroup, LeaveGroup,
+/// DeleteGroups, OffsetDelete, ConsumerGroupHeartbeat). A SyncGroup or
+/// ConsumerGroupHeartbeat response that failed loses its assignment. Other responses
+/// (reads) are left as they are.
 pub fn answer_failed_write(response: &mut ResponseKind) {
-    let code = FAILED_WRITE_ERROR.code();
+    // Sets a success code to the failure; true if it did.
+    fn fail(error_code: &mut i16) -> bool {
+        let ok = *error_code == 0;
+        if ok {
+            *error_code = FAILED_WRITE_ERROR.code();
+        }
+        ok
+    }
     match response {
         ResponseKind::OffsetCommit(r) => {
-            for t in &mut r.topics {
-                for p in &mut t.partitions {
-                    p.error_code = code;
-                }
+            for p in r.topics.iter_mut().flat_map(|t| t.partitions.iter_mut()) {
+                fail(&mut p.error_code);
             }
         }
         ResponseKind::SyncGroup(r) => {
-            r.error_code = code;
-            r.assignment = Default::default();
+            let failed = fail(&mut r.error_code);
+            if failed {
+                r.assignment = Default::default();
+            }
         }
         ResponseKind::JoinGroup(r) => {
-            r.error_code = code;
-            r.members.clear();
+            let failed = fail(&mut r.error_code);
+            if failed {
+                r.members.clear();
+            }
         }
         ResponseKind::LeaveGroup(r) => {
-            r.error_code = code;
+            fail(&mut r.error_code);
             for m in &mut r.members {
-                m.error_code = code;
+                fail(&mut m.error_code);
             }
         }
         ResponseKind::DeleteGroups(r) => {
             for g in &mut r.results {
-                g.error_code = code;
+                fail(&mut g.error_code);
             }
         }
         ResponseKind::OffsetDelete(r) => {
-            r.error_code = code;
-            for t in &mut r.topics {
-                for p in &mut t.partitions {
-                    p.error_code = code;
-                }
+            fail(&mut r.error_code);
+            for p in r.topics.iter_mut().flat_map(|t| t.partitions.iter_mut()) {
+                fail(&mut p.error_code);
             }
         }
         ResponseKind::ConsumerGroupHeartbeat(r) => {
-            r.error_code = code;
-            r.error_message = Some(kafka_protocol::protocol::StrBytes::from_static_str(
-                "the group state could not be stored",
-            ));
-            r.assignment = None;
+            let failed = fail(&mut r.error_code);
+            if failed {
+                r.error_message = Some(kafka_protocol::protocol::StrBytes::from_static_str(
+                    "the group state could not be stored",
+                ));
+                r.assignment = None;
+            }
         }
         _ => {}
     }
@@ -80,8 +93,9 @@ mod tests {
     #[test]
     fn offset_commit_every_partition_gets_not_coordinator() {
         let partition = |i| OffsetCommitResponsePartition::default().with_partition_index(i);
-        let topic =
-            OffsetCommitResponseTopic::default().with_partitions(vec![partition(0), partition(1)]);
+        // Partition 1 failed on its own (OFFSET_METADATA_TOO_LARGE, 12): it keeps its code.
+        let topic = OffsetCommitResponseTopic::default()
+            .with_partitions(vec![partition(0), partition(1).with_error_code(12)]);
         let mut r = ResponseKind::OffsetCommit(
             OffsetCommitResponse::default().with_topics(vec![topic.clone(), topic]),
         );
@@ -89,7 +103,7 @@ mod tests {
         let ResponseKind::OffsetCommit(r) = r else { unreachable!() };
         let codes: Vec<i16> =
             r.topics.iter().flat_map(|t| t.partitions.iter().map(|p| p.error_code)).collect();
-        assert_eq!(codes, vec![16, 16, 16, 16]);
+        assert_eq!(codes, vec![16, 12, 16, 12]);
     }
 
     #[test]

@@ -223,6 +223,9 @@ pub struct PartitionLog {
     roll_waiters: RefCell<Vec<futures_channel::oneshot::Sender<()>>>,
     /// Set when a write failed; the log then refuses appends.
     failed: RefCell<Option<(io::ErrorKind, String)>>,
+    /// Resolves (cancelled) once the writer task has ended: a failed log is closed only
+    /// after its last write, so that nobody opens its files while it still writes.
+    writer_exit: RefCell<Option<futures_channel::oneshot::Receiver<()>>>,
     /// Data written since the last fdatasync (Interval policy).
     dirty: Cell<bool>,
     /// The batch cache (the shard's, or a private one) and this partition's handle in it.
@@ -271,6 +274,7 @@ impl PartitionLog {
             None => ShardCache::shared(config.cache_bytes, usize::MAX),
         };
         let cache_id = cache.borrow_mut().register();
+        let (writer_exited, writer_exit) = futures_channel::oneshot::channel::<()>();
         let log = Rc::new(PartitionLog {
             cache,
             cache_id,
@@ -289,6 +293,7 @@ impl PartitionLog {
             max_ts: Cell::new(rec.max_ts),
             closed: Cell::new(false),
             failed: RefCell::new(None),
+            writer_exit: RefCell::new(Some(writer_exit)),
             checkpointing: glommio::sync::Semaphore::new(1),
             roll_waiters: RefCell::default(),
             dirty: Cell::new(false),
@@ -296,7 +301,8 @@ impl PartitionLog {
             live: Cell::new(LiveConfig::of(&config)),
             config,
         });
-        glommio::spawn_local(writer_task(Rc::downgrade(&log), log.writer_wake.clone())).detach();
+        let writer = writer_task(Rc::downgrade(&log), log.writer_wake.clone(), writer_exited);
+        glommio::spawn_local(writer).detach();
         if log.config.flush == FlushPolicy::Interval {
             let ms = log.config.flush_interval_ms.max(1);
             glommio::spawn_local(flush_task(Rc::downgrade(&log), ms)).detach();
@@ -607,13 +613,21 @@ impl PartitionLog {
     }
 
     async fn finish_files(&self) -> io::Result<()> {
-        let active = self.active();
-        // Even for a failed log: whoever opens these files next must not meet a zero
-        // write landing late.
-        active.zero_fill.settle().await;
-        if let Some(e) = self.failed.borrow().as_ref() {
-            return Err(io::Error::new(e.0, e.1.clone()));
+        if self.failed.borrow().is_some() {
+            // Whoever opens these files next must meet neither a write of this instance
+            // nor a zero write landing late: wait for the writer task's end (it stops at
+            // its next group), then for the zero fill.
+            let exit = self.writer_exit.borrow_mut().take();
+            if let Some(exit) = exit {
+                let _ = exit.await;
+            }
+            self.active().zero_fill.settle().await;
+            let failed =
+                self.failed.borrow().clone().unwrap_or((io::ErrorKind::Other, String::new()));
+            return Err(io::Error::new(failed.0, failed.1));
         }
+        let active = self.active();
+        active.zero_fill.settle().await;
         active.file.fdatasync().await.map_err(io::Error::from)?;
         active.file.truncate(active.size.get()).await.map_err(io::Error::from)?;
         active.finish_time_index();
@@ -659,6 +673,10 @@ impl PartitionLog {
     /// [`MAX_WRITE_BYTES`], rolling segments where `append` decided to.
     async fn drain(&self) -> io::Result<()> {
         loop {
+            // The flush task may fail the log while a write is in flight: write no more.
+            if self.failed.borrow().is_some() {
+                return Ok(());
+            }
             let (group, roll) = {
                 let mut st = self.state.borrow_mut();
                 let mut group: Vec<Pending> = Vec::new();
@@ -706,6 +724,9 @@ impl PartitionLog {
         }
         if let Err(e) = self.drain().await {
             self.fail(&e);
+            return true;
+        }
+        if self.failed.borrow().is_some() {
             return true;
         }
         let waiters = self.roll_waiters.take();
@@ -829,7 +850,11 @@ impl PartitionLog {
 /// The per-partition writer: sleeps until `append` (or [`PartitionLog::roll_active`])
 /// notifies, then drains, then rolls if asked to. Holds only a weak reference while
 /// idle, so dropping the last `Rc<PartitionLog>` ends it.
-async fn writer_task(log: Weak<PartitionLog>, wake: Rc<Notify>) {
+async fn writer_task(
+    log: Weak<PartitionLog>,
+    wake: Rc<Notify>,
+    _exited: futures_channel::oneshot::Sender<()>,
+) {
     loop {
         wake.wait().await;
         let Some(log) = log.upgrade() else { return };

@@ -64,6 +64,12 @@ impl PartitionLog {
         let (n, all) = self.expired_segments(policy, now_ms);
         if all {
             self.roll_active().await?;
+            if self.closed.get() || self.write_failed() {
+                return Ok(Deleted {
+                    log_start_offset: self.log_start.get(),
+                    ..Deleted::default()
+                });
+            }
             let (n, _) = self.expired_segments(policy, now_ms);
             return self.delete_oldest_segments(n);
         }

@@ -73,13 +73,14 @@ pub struct GroupCall {
 /// The group coordinator runtime of one shard. Lives on that shard only (every shard
 /// has one, for the groups it coordinates).
 pub struct GroupHost {
-    coordinator: RefCell<GroupCoordinator>,
+    /// Shared with the group-state writes in flight, which undo a failed commit.
+    coordinator: Rc<RefCell<GroupCoordinator>>,
     /// Owned offsets partitions opened so far, by partition number. A partition's
     /// log is created on its first write, so a fresh broker starts without 50
     /// always-synced logs to create.
-    logs: RefCell<HashMap<usize, Rc<PartitionLog>>>,
-    /// Serializes the creation of offsets partitions.
-    opening: Semaphore,
+    logs: Rc<RefCell<HashMap<usize, Rc<PartitionLog>>>>,
+    /// Serializes the creation (and the opening again) of offsets partitions.
+    opening: Rc<Semaphore>,
     config: LogConfig,
     meta_dir: PathBuf,
     /// Parked and in-flight requests waiting for their `Respond`.
@@ -131,9 +132,9 @@ impl GroupHost {
             "group coordinator loaded"
         );
         Ok(GroupHost {
-            coordinator: RefCell::new(coordinator),
-            logs: RefCell::new(logs),
-            opening: Semaphore::new(1),
+            coordinator: Rc::new(RefCell::new(coordinator)),
+            logs: Rc::new(RefCell::new(logs)),
+            opening: Rc::new(Semaphore::new(1)),
             config: log_config(config),
             meta_dir,
             waiting: RefCell::new(HashMap::new()),
@@ -158,6 +159,22 @@ impl GroupHost {
         self.waiting.borrow_mut().insert(token, reply);
         let now = now_ms();
         let v = call.api_version;
+        // What a commit replaces, to put back if its write fails.
+        let previous = match &call.request {
+            RequestKind::OffsetCommit(r) => {
+                let c = self.coordinator.borrow();
+                let group = r.group_id.0.as_str();
+                r.topics
+                    .iter()
+                    .flat_map(|t| t.partitions.iter().map(move |p| (t.name.0.as_str(), p)))
+                    .map(|(topic, p)| {
+                        let record = c.offset_as_record(group, topic, p.partition_index);
+                        ((topic.to_string(), p.partition_index), record)
+                    })
+                    .collect()
+            }
+            _ => HashMap::new(),
+        };
         let outputs = {
             let mut c = self.coordinator.borrow_mut();
             match call.request {
@@ -186,7 +203,7 @@ impl GroupHost {
                 }
             }
         };
-        self.run(outputs).await;
+        self.run_undoing(outputs, previous, true).await;
     }
 
     /// Tells the coordinator the topics that exist (KIP-848 server-side assignment
@@ -237,52 +254,59 @@ impl GroupHost {
     /// The log of offsets partition `p`, created on first use (by a write, or by a
     /// consumer of `__consumer_offsets`, which then reads an empty partition).
     ///
-    /// A log whose last write failed (say, the disk was full) is opened again first
-    /// (at most once per [`REOPEN_BACKOFF`]): recovery rebuilds it from its files and
-    /// writes resume once they succeed; until then the failed log is returned, which
-    /// refuses appends and still serves reads.
+    /// A log whose last write failed (say, the disk was full) is returned as it is (it
+    /// refuses appends and still serves reads), and a task is started that opens it
+    /// again (at most once per [`REOPEN_BACKOFF`]): recovery rebuilds it from its files
+    /// and writes resume once they succeed. In a task of its own, so that a group
+    /// request (or the mesh loop that runs it) neither waits for the recovery nor, if
+    /// dropped, cuts it short.
     pub async fn log_for(&self, p: usize) -> std::io::Result<Rc<PartitionLog>> {
-        if let Some(log) = self.logs.borrow().get(&p).filter(|l| !l.write_failed()) {
-            return Ok(log.clone());
+        let existing = self.logs.borrow().get(&p).cloned();
+        if let Some(log) = existing {
+            if log.write_failed() {
+                self.start_reopen(p, &log);
+            }
+            return Ok(log);
         }
         let _permit = self.opening.acquire_permit(1).await;
-        let existing = self.logs.borrow().get(&p).cloned();
-        match existing {
-            Some(log) if !log.write_failed() => Ok(log),
-            Some(failed) => {
-                let due = self.last_reopen.get().is_none_or(|t| t.elapsed() >= REOPEN_BACKOFF);
-                if !due {
-                    return Ok(failed);
-                }
-                self.last_reopen.set(Some(std::time::Instant::now()));
-                let _ = failed.close().await;
-                match PartitionLog::open(offsets_dir(&self.meta_dir, p), self.config.clone()).await
-                {
-                    Ok(log) => {
-                        tracing::info!(
-                            partition = p,
-                            "offsets partition opened again after a write failure"
-                        );
-                        self.logs.borrow_mut().insert(p, log.clone());
-                        Ok(log)
-                    }
-                    Err(e) => {
-                        tracing::warn!(
-                            partition = p,
-                            error = %e,
-                            "opening an offsets partition again after a write failure failed"
-                        );
-                        Ok(failed)
-                    }
-                }
-            }
-            None => {
-                let log =
-                    PartitionLog::open(offsets_dir(&self.meta_dir, p), self.config.clone()).await?;
-                self.logs.borrow_mut().insert(p, log.clone());
-                Ok(log)
-            }
+        if let Some(log) = self.logs.borrow().get(&p) {
+            return Ok(log.clone());
         }
+        let log = PartitionLog::open(offsets_dir(&self.meta_dir, p), self.config.clone()).await?;
+        self.logs.borrow_mut().insert(p, log.clone());
+        Ok(log)
+    }
+
+    /// Starts opening again offsets partition `p`, whose log `failed` failed a write,
+    /// unless a try started less than [`REOPEN_BACKOFF`] ago. The new instance
+    /// replaces `failed` only if the open succeeds and `failed` is still the one in use.
+    fn start_reopen(&self, p: usize, failed: &Rc<PartitionLog>) {
+        if self.last_reopen.get().is_some_and(|t| t.elapsed() < REOPEN_BACKOFF) {
+            return;
+        }
+        self.last_reopen.set(Some(std::time::Instant::now()));
+        let (logs, opening, failed) = (self.logs.clone(), self.opening.clone(), failed.clone());
+        let (dir, config) = (offsets_dir(&self.meta_dir, p), self.config.clone());
+        glommio::spawn_local(async move {
+            let _permit = opening.acquire_permit(1).await;
+            let current = logs.borrow().get(&p).cloned();
+            if !current.is_some_and(|c| Rc::ptr_eq(&c, &failed)) {
+                return;
+            }
+            let _ = failed.close().await;
+            match PartitionLog::open(dir, config).await {
+                Ok(log) => {
+                    tracing::info!(partition = p, "offsets partition opened again after a write failure");
+                    logs.borrow_mut().insert(p, log);
+                }
+                Err(e) => tracing::warn!(
+                    partition = p,
+                    error = %e,
+                    "opening an offsets partition again after a write failure failed; retrying on the next write"
+                ),
+            }
+        })
+        .detach();
     }
 
     /// Carries out outputs in order: appends start now; each response leaves once
@@ -290,10 +314,25 @@ impl GroupHost {
     /// [`AppendBarrier`]. (The first write to an offsets partition waits for the
     /// partition to be created.)
     ///
-    /// A response that follows a write of the same call whose write failed (or found
-    /// no offsets partition to go to) is answered with [`answer_failed_write`]'s error
-    /// instead: the client is never told that something is stored when it is not.
+    /// A response that follows a write of the same request that failed (or found no
+    /// offsets partition to go to) is answered with [`answer_failed_write`]'s error
+    /// instead: the client is not told that something is stored when it is not.
     async fn run(&self, outputs: Vec<Output>) {
+        self.run_undoing(outputs, HashMap::new(), false).await
+    }
+
+    /// [`GroupHost::run`], and a commit whose write fails is undone in memory before
+    /// anyone waiting for that write is answered: `previous` holds, by (topic,
+    /// partition), the record that puts back what the commit replaced
+    /// ([`GroupCoordinator::offset_as_record`]). `answer_failures`: the outputs are one
+    /// request's (its group's), so a failed write turns the responses after it into
+    /// errors; a timer's outputs mix groups and only log a failed write.
+    async fn run_undoing(
+        &self,
+        outputs: Vec<Output>,
+        previous: HashMap<(String, i32), GroupRecord>,
+        answer_failures: bool,
+    ) {
         for output in &outputs {
             if let Output::Persist(record) = output {
                 let p = offsets_partition(record.group(), self.placement);
@@ -311,13 +350,15 @@ impl GroupHost {
         // or an earlier one, has finished: what a client is told is durable first.
         let mut appends: Vec<Pin<Box<dyn Future<Output = ()>>>> = Vec::new();
         let mut later = Vec::new();
-        // A write of this call failed; and whether one has been started so far.
-        let failed = Rc::new(Cell::new(false));
-        let mut wrote = false;
+        // One flag per write of this call, set if it fails; a response depends on the
+        // writes before it (only in a call for one request: a timer's call mixes groups,
+        // and its writes are only logged).
+        let mut written: Vec<Rc<Cell<bool>>> = Vec::new();
         for output in outputs {
             match output {
                 Output::Persist(record) => {
-                    wrote = true;
+                    let failed = Rc::new(Cell::new(false));
+                    written.push(failed.clone());
                     let Some(log) = self
                         .logs
                         .borrow()
@@ -329,18 +370,25 @@ impl GroupHost {
                             "no offsets partition on this shard for the group; answering NOT_COORDINATOR"
                         );
                         failed.set(true);
+                        if let Some(previous) = undo_of(&record, &previous) {
+                            self.coordinator.borrow_mut().revert_offset(&record, previous);
+                        }
                         continue;
                     };
                     let batch = encode_record(&record);
                     let seq = self.barrier.start();
                     let barrier = self.barrier.clone();
-                    let failed = failed.clone();
+                    let undo = undo_of(&record, &previous).map(|p| (record, p));
+                    let coordinator = self.coordinator.clone();
                     let mut append: Pin<Box<dyn Future<Output = ()>>> = Box::pin(async move {
                         if let Err(e) = log.append(batch, now_ms()).await {
-                            // The coordinator already applied the change in memory; it
-                            // is lost at restart, and the response says so.
+                            // Memory goes back to what is stored (a commit), and the
+                            // response says the write failed.
                             tracing::error!(error = %e, "writing group state failed; answering NOT_COORDINATOR");
                             failed.set(true);
+                            if let Some((record, previous)) = undo {
+                                coordinator.borrow_mut().revert_offset(&record, previous);
+                            }
                         }
                         barrier.finish(seq);
                     });
@@ -352,10 +400,10 @@ impl GroupHost {
                     let Some(tx) = self.waiting.borrow_mut().remove(&token) else {
                         continue;
                     };
-                    let depends = wrote.then(|| failed.clone());
+                    let depends = if answer_failures { written.clone() } else { Vec::new() };
                     match self.barrier.wait_for_started() {
                         None => {
-                            if depends.is_some_and(|f| f.get()) {
+                            if depends.iter().any(|f| f.get()) {
                                 answer_failed_write(&mut response);
                             }
                             let _ = tx.send(response);
@@ -373,7 +421,7 @@ impl GroupHost {
         for (durable, depends, tx, mut response) in later {
             glommio::spawn_local(async move {
                 let _ = durable.await;
-                if depends.is_some_and(|f| f.get()) {
+                if depends.iter().any(|f| f.get()) {
                     answer_failed_write(&mut response);
                 }
                 let _ = tx.send(*response);
@@ -384,12 +432,26 @@ impl GroupHost {
 
     /// Closes the offsets partitions (shutdown).
     pub async fn close(&self) {
+        let _permit = self.opening.acquire_permit(1).await;
         let logs: Vec<_> = self.logs.borrow().iter().map(|(p, l)| (*p, l.clone())).collect();
         for (p, log) in logs {
             if let Err(e) = log.close().await {
                 tracing::warn!(partition = p, error = %e, "closing offsets partition failed");
             }
         }
+    }
+}
+
+/// What puts back the offset an Offset `record` of this call replaced, if any.
+fn undo_of(
+    record: &GroupRecord,
+    previous: &HashMap<(String, i32), GroupRecord>,
+) -> Option<GroupRecord> {
+    match record {
+        GroupRecord::Offset { topic, partition, .. } => {
+            previous.get(&(topic.clone(), *partition)).cloned()
+        }
+        _ => None,
     }
 }
 
@@ -536,13 +598,29 @@ mod tests {
             host.last_reopen.set(Some(std::time::Instant::now()));
             assert_eq!(commit_codes(host, 6).await, vec![16]);
             assert!(Rc::ptr_eq(&host.existing_log(p).unwrap(), &first));
-            // After it, the partition is opened again from its files.
+            // Memory went back to what is stored: offset 5, as a restart would show.
+            let committed =
+                |host: &GroupHost| match host.coordinator.borrow().offset_as_record("g", "t", 0) {
+                    GroupRecord::Offset { offset, .. } => offset,
+                    other => panic!("no committed offset: {other:?}"),
+                };
+            assert_eq!(committed(host), 5);
+            // After it, a write starts opening the partition again from its files (in
+            // a task of its own: this commit still meets the failed log).
             host.last_reopen.set(None);
-            assert_eq!(commit_codes(host, 7).await, vec![0]);
+            assert_eq!(commit_codes(host, 7).await, vec![16]);
+            assert_eq!(committed(host), 5);
+            let mut waited = 0;
+            while Rc::ptr_eq(&host.existing_log(p).unwrap(), &first) {
+                assert!(waited < 200, "the offsets partition was never opened again");
+                glommio::timer::sleep(std::time::Duration::from_millis(10)).await;
+                waited += 1;
+            }
+            assert_eq!(commit_codes(host, 8).await, vec![0]);
+            assert_eq!(committed(host), 8);
             let reopened = host.existing_log(p).unwrap();
-            assert!(!Rc::ptr_eq(&reopened, &first));
             assert!(!reopened.write_failed());
-            // Written: the commits of offsets 5 and 7, one record batch each.
+            // Written: the commits of offsets 5 and 8, one record batch each.
             assert_eq!(reopened.high_watermark(), 2);
         });
     }

@@ -382,6 +382,8 @@ impl Shard {
     /// Closes every log this shard owns (flush, fdatasync, truncate to size),
     /// the offsets partitions included.
     pub async fn close_logs(&self) {
+        // After a catalog change or a reopen in flight, so none opens a log behind us.
+        let _one_at_a_time = self.applying.acquire_permit(1).await;
         self.groups.close().await;
         let logs: Vec<_> = self.logs.borrow_mut().drain().collect();
         for ((topic, p), owned) in logs {

@@ -1,5 +1,6 @@
 //! Committed offsets: OffsetCommit (`commit.rs`), OffsetFetch (`fetch.rs`),
-//! OffsetDelete (`delete.rs`) and retention (`retention.rs`). Offsets live in the shared
+//! OffsetDelete (`delete.rs`), retention (`retention.rs`) and undoing a commit whose
+//! write failed (`revert.rs`). Offsets live in the shared
 //! [`Group`](super::group::Group) of either kind. Kafka source:
 //! `GroupCoordinator.handleCommitOffsets` / `handleFetchOffsets` / `handleDeleteOffsets`,
 //! `GroupMetadataManager.cleanupGroupMetadata`.
@@ -8,3 +9,4 @@ mod commit;
 mod delete;
 mod fetch;
 mod retention;
+mod revert;

@@ -262,3 +262,30 @@ fn offsets_of_a_deleted_or_recreated_topic_are_deleted() {
     let out = h.c.set_topic_metadata(catalog(&[("t", uuid::Uuid::from_u128(4)), ("v", t3)]), h.now);
     assert!(persisted(&out).is_empty());
 }
+
+/// A commit whose write failed is undone: the offset in memory goes back to the one
+/// before it (or away, if there was none), unless a later commit replaced it.
+#[test]
+fn revert_offset_puts_back_what_the_failed_commit_replaced() {
+    let mut h = H::new();
+    let before_any = h.c.offset_as_record("g", "t", 0);
+    let first = persisted(&h.commit(8, "g", "", -1, &[("t", 0, 5)]));
+    let five = h.c.offset_as_record("g", "t", 0);
+    let failed = persisted(&h.commit(8, "g", "", -1, &[("t", 0, 6)]));
+    assert!(h.c.revert_offset(&failed[0], five.clone()));
+    assert_eq!(fetched(&h.fetch("g", None)), vec![("t".to_string(), 0, 5)]);
+
+    // A later commit (7) replaced the failed one (8): nothing is undone.
+    let failed = persisted(&h.commit(8, "g", "", -1, &[("t", 0, 8)]));
+    h.commit(8, "g", "", -1, &[("t", 0, 7)]);
+    assert!(!h.c.revert_offset(&failed[0], five));
+    assert_eq!(fetched(&h.fetch("g", None)), vec![("t".to_string(), 0, 7)]);
+
+    // The very first commit undone: no offset is left.
+    assert!(matches!(before_any, GroupRecord::OffsetTombstone { .. }));
+    h.commit(8, "g", "", -1, &[("t", 0, 5)]);
+    let again = persisted(&h.commit(8, "g", "", -1, &[("t", 0, 9)]));
+    assert!(!h.c.revert_offset(&first[0], before_any.clone()), "not the offset in memory");
+    assert!(h.c.revert_offset(&again[0], before_any));
+    assert_eq!(fetched(&h.fetch("g", None)), vec![]);
+}

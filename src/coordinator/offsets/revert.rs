@@ -1,0 +1,67 @@
+//! Undoing a commit whose write failed: the offsets in memory go back to what is
+//! stored, so that what OffsetFetch shows is what a restart would show (Kafka applies a
+//! commit to its offset cache only once the append succeeded; this coordinator applies
+//! it at once and undoes it on failure).
+
+use super::super::group::CommittedOffset;
+use super::super::{GroupCoordinator, GroupRecord};
+
+impl GroupCoordinator {
+    /// The committed offset of `group` for `topic`/`partition` as the record that would
+    /// put it back: an Offset record, or an OffsetTombstone when there is none. Taken
+    /// before a commit, for [`GroupCoordinator::revert_offset`].
+    pub fn offset_as_record(&self, group: &str, topic: &str, partition: i32) -> GroupRecord {
+        let key = (topic.to_string(), partition);
+        match self.groups.get(group).and_then(|g| g.offsets.get(&key)) {
+            Some(c) => GroupRecord::Offset {
+                group: group.to_string(),
+                topic: topic.to_string(),
+                partition,
+                offset: c.offset,
+                leader_epoch: c.leader_epoch,
+                metadata: c.metadata.clone(),
+                commit_timestamp_ms: c.commit_timestamp_ms,
+                expire_timestamp_ms: c.expire_timestamp_ms,
+            },
+            None => GroupRecord::OffsetTombstone {
+                group: group.to_string(),
+                topic: topic.to_string(),
+                partition,
+            },
+        }
+    }
+
+    /// The write of `failed` (an Offset record) failed: if the offset in memory is
+    /// still the one `failed` set (no later commit replaced it), puts `previous` back
+    /// (from [`GroupCoordinator::offset_as_record`] before the commit). True when it
+    /// did. Other records are left alone (false).
+    pub fn revert_offset(&mut self, failed: &GroupRecord, previous: GroupRecord) -> bool {
+        let GroupRecord::Offset {
+            group,
+            topic,
+            partition,
+            offset,
+            leader_epoch,
+            metadata,
+            commit_timestamp_ms,
+            expire_timestamp_ms,
+        } = failed
+        else {
+            return false;
+        };
+        let set = CommittedOffset {
+            offset: *offset,
+            leader_epoch: *leader_epoch,
+            metadata: metadata.clone(),
+            commit_timestamp_ms: *commit_timestamp_ms,
+            expire_timestamp_ms: *expire_timestamp_ms,
+        };
+        let key = (topic.clone(), *partition);
+        let current = self.groups.get(group.as_str()).and_then(|g| g.offsets.get(&key));
+        if current != Some(&set) {
+            return false;
+        }
+        self.load(previous);
+        true
+    }
+}
