@@ -33,9 +33,10 @@ const MAX_REQUEST_BYTES: usize = 100 << 20;
 /// Most partitions a fuzzed CreateTopics / CreatePartitions may ask for.
 const MAX_FUZZ_PARTITIONS: i32 = 8;
 
+/// Fields drop in order: the shard (its logs) inside the executor's thread first.
 struct Broker {
-    executor: LocalExecutor,
     shard: OnceCell<Rc<Shard>>,
+    executor: LocalExecutor,
     _data_dir: tempfile::TempDir,
 }
 
@@ -53,20 +54,29 @@ thread_local! {
             // One shard sends to itself directly; the receivers only need to live.
             std::mem::forget(receivers);
             let s = Shard::start(0, 1, config, senders).await.expect("shard starts");
+            // Group timers (rebalance and session timeouts), as the broker runs them.
+            let stop = shardlog::shutdown::Shutdown::default();
+            glommio::spawn_local(s.groups.clone().run_timers(stop)).detach();
             let _ = shard.set(s);
         });
-        Broker { executor, shard, _data_dir: data_dir }
+        Broker { shard, executor, _data_dir: data_dir }
     };
 }
 
-/// True when a catalog change asks for more partitions than the fuzzer allows.
+/// True when a catalog change asks for more topics or partitions than the fuzzer
+/// allows.
 fn too_big(request: &RequestKind) -> bool {
+    let max = MAX_FUZZ_PARTITIONS as usize;
     match request {
-        RequestKind::CreateTopics(r) => r
-            .topics
-            .iter()
-            .any(|t| t.num_partitions > MAX_FUZZ_PARTITIONS || t.assignments.len() > 8),
-        RequestKind::CreatePartitions(r) => r.topics.iter().any(|t| t.count > MAX_FUZZ_PARTITIONS),
+        RequestKind::CreateTopics(r) => {
+            r.topics.len() > 2
+                || r.topics.iter().any(|t| {
+                    t.num_partitions > MAX_FUZZ_PARTITIONS || t.assignments.len() > max
+                })
+        }
+        RequestKind::CreatePartitions(r) => {
+            r.topics.len() > 2 || r.topics.iter().any(|t| t.count > MAX_FUZZ_PARTITIONS)
+        }
         _ => false,
     }
 }
@@ -125,7 +135,10 @@ fuzz_target!(|data: &[u8]| {
                     }
                 };
                 if let Some(response) = response {
-                    let _ = encode(7, dispatched.api, dispatched.response_version, &response);
+                    // The broker closes the connection on an encoding failure: a bug.
+                    if let Err(e) = encode(7, dispatched.api, dispatched.response_version, &response) {
+                        panic!("{:?} v{} response does not encode: {e}", dispatched.api, dispatched.response_version);
+                    }
                 }
             }
         })
