@@ -353,12 +353,12 @@ impl GroupHost {
         // One flag per write of this call, set if it fails; a response depends on the
         // writes before it (only in a call for one request: a timer's call mixes groups,
         // and its writes are only logged).
-        let mut written: Vec<Rc<Cell<bool>>> = Vec::new();
+        let mut written: Vec<(Rc<str>, Rc<Cell<bool>>)> = Vec::new();
         for output in outputs {
             match output {
                 Output::Persist(record) => {
                     let failed = Rc::new(Cell::new(false));
-                    written.push(failed.clone());
+                    written.push((Rc::from(record.group()), failed.clone()));
                     let Some(log) = self
                         .logs
                         .borrow()
@@ -403,9 +403,7 @@ impl GroupHost {
                     let depends = if answer_failures { written.clone() } else { Vec::new() };
                     match self.barrier.wait_for_started() {
                         None => {
-                            if depends.iter().any(|f| f.get()) {
-                                answer_failed_write(&mut response);
-                            }
+                            answer_failures_of(&depends, &mut response);
                             let _ = tx.send(response);
                         }
                         Some(durable) => later.push((durable, depends, tx, Box::new(response))),
@@ -421,9 +419,7 @@ impl GroupHost {
         for (durable, depends, tx, mut response) in later {
             glommio::spawn_local(async move {
                 let _ = durable.await;
-                if depends.iter().any(|f| f.get()) {
-                    answer_failed_write(&mut response);
-                }
+                answer_failures_of(&depends, &mut response);
                 let _ = tx.send(*response);
             })
             .detach();
@@ -440,6 +436,25 @@ impl GroupHost {
             }
         }
     }
+}
+
+/// Turns `response` into the failed-write error if a write it depends on (by group)
+/// failed: per group for DeleteGroups (each group's tombstones are its own writes),
+/// the whole response otherwise (one request, one group).
+fn answer_failures_of(depends: &[(Rc<str>, Rc<Cell<bool>>)], response: &mut ResponseKind) {
+    let failed: Vec<&str> = depends.iter().filter(|(_, f)| f.get()).map(|(g, _)| &**g).collect();
+    if failed.is_empty() {
+        return;
+    }
+    if let ResponseKind::DeleteGroups(r) = response {
+        for result in &mut r.results {
+            if result.error_code == 0 && failed.contains(&result.group_id.0.as_str()) {
+                result.error_code = crate::coordinator::FAILED_WRITE_ERROR.code();
+            }
+        }
+        return;
+    }
+    answer_failed_write(response);
 }
 
 /// What puts back the offset an Offset `record` of this call replaced, if any.
@@ -556,6 +571,11 @@ mod tests {
     /// The error codes of an OffsetCommit of `g`'s t/0 at `offset` (a standalone
     /// commit: generation -1, no member), through the shard's group host.
     async fn commit_codes(host: &GroupHost, offset: i64) -> Vec<i16> {
+        commit_codes_of(host, "g", offset).await
+    }
+
+    /// [`commit_codes`] for group `group`.
+    async fn commit_codes_of(host: &GroupHost, group: &str, offset: i64) -> Vec<i16> {
         use kafka_protocol::messages::offset_commit_request::{
             OffsetCommitRequestPartition, OffsetCommitRequestTopic,
         };
@@ -568,7 +588,7 @@ mod tests {
             .with_name(TopicName(StrBytes::from_static_str("t")))
             .with_partitions(vec![partition]);
         let request = OffsetCommitRequest::default()
-            .with_group_id(GroupId(StrBytes::from_static_str("g")))
+            .with_group_id(GroupId(StrBytes::from_string(group.to_string())))
             .with_generation_id_or_member_epoch(-1)
             .with_topics(vec![topic]);
         let call = GroupCall {
@@ -581,6 +601,38 @@ mod tests {
         host.submit(call, tx).await;
         let Ok(ResponseKind::OffsetCommit(r)) = rx.await else { panic!("no OffsetCommit answer") };
         r.topics.iter().flat_map(|t| t.partitions.iter().map(|p| p.error_code)).collect()
+    }
+
+    /// DeleteGroups of two groups whose offsets partitions differ, one of which fails
+    /// its write: only that group's result is NOT_COORDINATOR.
+    #[test]
+    fn delete_groups_reports_a_failed_write_per_group() {
+        use kafka_protocol::messages::{DeleteGroupsRequest, GroupId};
+        use kafka_protocol::protocol::StrBytes;
+        crate::shard::testing::with_shard(|shard| async move {
+            let host = &shard.groups;
+            let p = |g: &str| offsets_partition(g, host.placement);
+            let other = (0..).map(|i| format!("g{i}")).find(|g| p(g) != p("g")).unwrap();
+            assert_eq!(commit_codes_of(host, "g", 1).await, vec![0]);
+            assert_eq!(commit_codes_of(host, &other, 1).await, vec![0]);
+            host.existing_log(p("g")).unwrap().fail_for_test();
+            host.last_reopen.set(Some(std::time::Instant::now()));
+            let ids = ["g", other.as_str()].map(|g| GroupId(StrBytes::from_string(g.into())));
+            let call = GroupCall {
+                request: RequestKind::DeleteGroups(
+                    DeleteGroupsRequest::default().with_groups_names(ids.to_vec()),
+                ),
+                api_version: 2,
+                client_id: "test".into(),
+                client_host: "/127.0.0.1".into(),
+            };
+            let (tx, rx) = oneshot::channel();
+            host.submit(call, tx).await;
+            let Ok(ResponseKind::DeleteGroups(r)) = rx.await else { panic!("no answer") };
+            let codes: Vec<(String, i16)> =
+                r.results.iter().map(|g| (g.group_id.0.to_string(), g.error_code)).collect();
+            assert_eq!(codes, vec![("g".to_string(), 16), (other, 0)]);
+        });
     }
 
     /// A commit whose write fails is answered NOT_COORDINATOR (not success); the
