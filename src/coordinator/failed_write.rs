@@ -15,6 +15,11 @@
 use kafka_protocol::messages::ResponseKind;
 use kafka_protocol::ResponseError;
 
+use super::ctx::Ctx;
+use super::group::Group;
+use super::state::GroupState;
+use super::{GroupCoordinator, GroupRecord, Output};
+
 /// The error a response gets when its write failed: NOT_COORDINATOR (16), as Kafka.
 pub const FAILED_WRITE_ERROR: ResponseError = ResponseError::NotCoordinator;
 
@@ -79,6 +84,33 @@ pub fn answer_failed_write(response: &mut ResponseKind) {
             }
         }
         _ => {}
+    }
+}
+
+impl GroupCoordinator {
+    /// The write of `record` failed. For the metadata of a classic group that still
+    /// has the generation the record stored and is Stable (its leader's SyncGroup
+    /// stored the assignment) or CompletingRebalance: what Kafka does when storing a
+    /// SyncGroup assignment fails (`resetAndPropagateAssignmentError`, then
+    /// `maybePrepareRebalance`): every member's assignment is cleared, parked SyncGroups
+    /// get NOT_COORDINATOR, and the group rebalances, so no member goes on with an
+    /// assignment a restart would not know. Other records: nothing (a commit is undone
+    /// by [`GroupCoordinator::revert_offset`]). Returns the outputs to carry out.
+    pub fn group_write_failed(&mut self, record: &GroupRecord, now_ms: i64) -> Vec<Output> {
+        let mut out = Vec::new();
+        let GroupRecord::GroupMetadata { group, generation, .. } = record else { return out };
+        let Some(g) = self.groups.get_mut(group.as_str()).and_then(Group::as_classic_mut) else {
+            return out;
+        };
+        let affected = g.generation == *generation
+            && matches!(g.state, GroupState::Stable | GroupState::CompletingRebalance);
+        if affected {
+            let mut ctx = Ctx { cfg: &self.config, group_id: group, now: now_ms, out: &mut out };
+            g.reset_and_propagate_assignment_error(FAILED_WRITE_ERROR, &mut ctx);
+            g.maybe_prepare_rebalance(&mut ctx);
+        }
+        self.reschedule(group);
+        out
     }
 }
 

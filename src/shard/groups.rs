@@ -93,6 +93,9 @@ pub struct GroupHost {
     /// When the last try at opening again an offsets partition whose write failed
     /// started.
     last_reopen: Cell<Option<std::time::Instant>>,
+    /// Outputs of the coordinator's reaction to a failed write
+    /// ([`GroupCoordinator::group_write_failed`]), carried out by the group timers.
+    deferred: Rc<RefCell<Vec<Output>>>,
 }
 
 impl GroupHost {
@@ -142,6 +145,7 @@ impl GroupHost {
             placement,
             barrier: Rc::new(AppendBarrier::default()),
             last_reopen: Cell::new(None),
+            deferred: Rc::default(),
         })
     }
 
@@ -224,6 +228,10 @@ impl GroupHost {
     /// Calls `tick` whenever a deadline is due; runs until the shard stops.
     pub async fn run_timers(self: Rc<Self>, stop: crate::shutdown::Shutdown) {
         while !stop.is_requested() {
+            let deferred = std::mem::take(&mut *self.deferred.borrow_mut());
+            if !deferred.is_empty() {
+                self.run(deferred).await;
+            }
             let now = now_ms();
             let due = self.coordinator.borrow().next_deadline().is_some_and(|d| d <= now);
             if due {
@@ -378,17 +386,22 @@ impl GroupHost {
                     let batch = encode_record(&record);
                     let seq = self.barrier.start();
                     let barrier = self.barrier.clone();
-                    let undo = undo_of(&record, &previous).map(|p| (record, p));
+                    let undo = undo_of(&record, &previous);
                     let coordinator = self.coordinator.clone();
+                    let deferred = self.deferred.clone();
                     let mut append: Pin<Box<dyn Future<Output = ()>>> = Box::pin(async move {
                         if let Err(e) = log.append(batch, now_ms()).await {
                             // Memory goes back to what is stored (a commit), and the
                             // response says the write failed.
                             tracing::error!(error = %e, "writing group state failed; answering NOT_COORDINATOR");
                             failed.set(true);
-                            if let Some((record, previous)) = undo {
-                                coordinator.borrow_mut().revert_offset(&record, previous);
+                            let mut c = coordinator.borrow_mut();
+                            if let Some(previous) = undo {
+                                c.revert_offset(&record, previous);
                             }
+                            // A group's metadata: it rebalances (the group timers carry
+                            // out what that answers).
+                            deferred.borrow_mut().extend(c.group_write_failed(&record, now_ms()));
                         }
                         barrier.finish(seq);
                     });

@@ -246,3 +246,49 @@ fn rejoin_during_completing_rebalance_fails_parked_syncs() {
     assert_eq!(sync_resp(&out, sb).unwrap().error_code, ResponseError::RebalanceInProgress.code());
     assert_eq!(h.c.group_state("g"), Some(GroupState::PreparingRebalance));
 }
+
+/// The leader's assignment could not be stored (the group metadata write failed): as
+/// Kafka, the members' assignments are cleared and the group rebalances, so nobody goes
+/// on with an assignment a restart would not know. A record of an older generation
+/// changes nothing.
+#[test]
+fn a_failed_assignment_write_clears_the_assignments_and_rebalances() {
+    let (mut h, _a, b) = H::stable_group();
+    let record = |generation| match h_record(&h) {
+        GroupRecord::GroupMetadata {
+            group,
+            protocol_type,
+            protocol,
+            leader,
+            current_state_timestamp_ms,
+            members,
+            ..
+        } => GroupRecord::GroupMetadata {
+            group,
+            protocol_type,
+            generation,
+            protocol,
+            leader,
+            current_state_timestamp_ms,
+            members,
+        },
+        other => panic!("not group metadata: {other:?}"),
+    };
+    let stale = record(0);
+    let current = record(1);
+    assert!(h.c.group_write_failed(&stale, h.now).is_empty());
+    assert_eq!(h.c.group_state("g"), Some(GroupState::Stable));
+    h.c.group_write_failed(&current, h.now);
+    assert_eq!(h.c.group_state("g"), Some(GroupState::PreparingRebalance));
+    assert_eq!(h.heartbeat("g", &b, 1), ResponseError::RebalanceInProgress.code());
+    let GroupRecord::GroupMetadata { members, .. } = h_record(&h) else { unreachable!() };
+    assert!(members.iter().all(|m| m.assignment.is_empty()), "assignments cleared");
+}
+
+/// The metadata record of group "g" as it would be stored now.
+fn h_record(h: &H) -> GroupRecord {
+    match h.c.groups.get("g").map(|g| &g.kind) {
+        Some(crate::coordinator::group::GroupKind::Classic(c)) => c.metadata_record("g"),
+        _ => panic!("no classic group g"),
+    }
+}
