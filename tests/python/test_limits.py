@@ -338,14 +338,19 @@ def test_clients_during_start_up_are_refused_until_it_serves(tmp_path):
     assert outcomes["refused"] > 0 and outcomes["answered"] > 0, outcomes
 
 
-def test_a_panic_is_logged_with_its_request_and_ends_the_process(tmp_path):
-    b = Broker(shardlog_bin(), tmp_path / "b", extra_args=["--debug-panic-client-id", "boom"])
+def start_without_core_file(b: Broker) -> None:
+    """Starts `b` with RLIMIT_CORE 0, so that its abort leaves no core file."""
     soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
-    resource.setrlimit(resource.RLIMIT_CORE, (0, hard))  # no core file in the temp dir
+    resource.setrlimit(resource.RLIMIT_CORE, (0, hard))
     try:
         b.start()
     finally:
         resource.setrlimit(resource.RLIMIT_CORE, (soft, hard))
+
+
+def test_a_panic_is_logged_with_its_request_and_ends_the_process(tmp_path):
+    b = Broker(shardlog_bin(), tmp_path / "b", extra_args=["--debug-panic-client-id", "boom"])
+    start_without_core_file(b)
     with raw_connect(b.bootstrap) as s:
         assert answered(s, 1, timeout=5)  # another client id: served
         s.sendall(api_versions_frame(77, client_id="boom"))
@@ -384,12 +389,7 @@ def test_a_stalled_shard_is_reported_then_runs_again(broker_factory):
 def test_a_shard_stalled_past_the_abort_limit_ends_the_process(tmp_path):
     b = Broker(shardlog_bin(), tmp_path / "b", cores=1,
                extra_args=["--debug-stall-client-id", "slow", "--stall-abort-ms", "1000"])
-    soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
-    resource.setrlimit(resource.RLIMIT_CORE, (0, hard))  # no core file in the temp dir
-    try:
-        b.start()
-    finally:
-        resource.setrlimit(resource.RLIMIT_CORE, (soft, hard))
+    start_without_core_file(b)
     with raw_connect(b.bootstrap) as s:
         s.sendall(api_versions_frame(5, client_id="slow"))
         rc = b.proc.wait(timeout=10)

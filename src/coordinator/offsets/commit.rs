@@ -181,7 +181,12 @@ impl ClassicGroup {
 }
 
 /// The durable record of one committed offset.
-fn offset_record(group: &str, topic: &str, partition: i32, c: &CommittedOffset) -> GroupRecord {
+pub(super) fn offset_record(
+    group: &str,
+    topic: &str,
+    partition: i32,
+    c: &CommittedOffset,
+) -> GroupRecord {
     GroupRecord::Offset {
         group: group.to_string(),
         topic: topic.to_string(),

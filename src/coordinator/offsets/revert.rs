@@ -13,16 +13,7 @@ impl GroupCoordinator {
     pub fn offset_as_record(&self, group: &str, topic: &str, partition: i32) -> GroupRecord {
         let key = (topic.to_string(), partition);
         match self.groups.get(group).and_then(|g| g.offsets.get(&key)) {
-            Some(c) => GroupRecord::Offset {
-                group: group.to_string(),
-                topic: topic.to_string(),
-                partition,
-                offset: c.offset,
-                leader_epoch: c.leader_epoch,
-                metadata: c.metadata.clone(),
-                commit_timestamp_ms: c.commit_timestamp_ms,
-                expire_timestamp_ms: c.expire_timestamp_ms,
-            },
+            Some(c) => super::commit::offset_record(group, topic, partition, c),
             None => GroupRecord::OffsetTombstone {
                 group: group.to_string(),
                 topic: topic.to_string(),
