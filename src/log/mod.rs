@@ -46,7 +46,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::rc::{Rc, Weak};
 use std::time::Duration;
 
@@ -669,7 +669,11 @@ impl PartitionLog {
     }
 
     fn fail(&self, e: &io::Error) {
-        tracing::error!(dir = %self.dir.display(), error = %e, "partition log write failed");
+        if once_a_minute(&self.dir, "write failed") {
+            tracing::error!(dir = %self.dir.display(), error = %e, "partition log write failed");
+        } else {
+            tracing::debug!(dir = %self.dir.display(), error = %e, "partition log write failed again");
+        }
         *self.failed.borrow_mut() = Some((e.kind(), e.to_string()));
         self.watch.stop();
     }
@@ -850,6 +854,32 @@ impl PartitionLog {
         tracing::debug!(dir = %self.dir.display(), base, "rolled segment");
         Ok(())
     }
+}
+
+/// Least time between two reports of the same kind about one partition directory.
+const REPORT_EVERY: Duration = Duration::from_secs(60);
+
+thread_local! {
+    /// When each (directory, kind of report) was last logged at its full level.
+    static REPORTED: RefCell<std::collections::HashMap<(PathBuf, &'static str), std::time::Instant>> =
+        RefCell::default();
+}
+
+/// True when a report of kind `what` about partition directory `dir` is due: the first
+/// one, or one [`REPORT_EVERY`] after the last. While a disk stays full, a partition
+/// fails a write and is opened again every second; this keeps its ERROR and INFO lines
+/// to one a minute (the others go to debug).
+pub fn once_a_minute(dir: &Path, what: &'static str) -> bool {
+    REPORTED.with(|r| {
+        let mut r = r.borrow_mut();
+        let now = std::time::Instant::now();
+        let key = (dir.to_path_buf(), what);
+        let due = r.get(&key).is_none_or(|t| now.duration_since(*t) >= REPORT_EVERY);
+        if due {
+            r.insert(key, now);
+        }
+        due
+    })
 }
 
 /// The per-partition writer: sleeps until `append` (or [`PartitionLog::roll_active`])

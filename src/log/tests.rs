@@ -713,3 +713,16 @@ fn the_broker_stamps_its_leader_epoch_over_the_producers() {
         log.close().await.unwrap();
     });
 }
+
+/// Reports about one directory are due once a minute per kind; other directories and
+/// kinds have their own clocks.
+#[test]
+fn failure_reports_are_due_once_a_minute_per_directory_and_kind() {
+    let a = std::path::Path::new("/tmp/report-test-a");
+    let b = std::path::Path::new("/tmp/report-test-b");
+    assert!(super::once_a_minute(a, "write failed"));
+    assert!(!super::once_a_minute(a, "write failed"));
+    assert!(super::once_a_minute(a, "opened again"));
+    assert!(super::once_a_minute(b, "write failed"));
+    assert!(!super::once_a_minute(b, "write failed"));
+}

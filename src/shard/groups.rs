@@ -304,7 +304,9 @@ impl GroupHost {
             let _ = failed.close().await;
             match PartitionLog::open(dir, config).await {
                 Ok(log) => {
-                    tracing::info!(partition = p, "offsets partition opened again after a write failure");
+                    if crate::log::once_a_minute(log.dir(), "opened again") {
+                        tracing::info!(partition = p, "offsets partition opened again after a write failure");
+                    }
                     logs.borrow_mut().insert(p, log);
                 }
                 Err(e) => tracing::warn!(

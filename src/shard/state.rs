@@ -347,12 +347,14 @@ impl Shard {
         let dir = self.partition_dir(&key.0, key.1);
         match PartitionLog::open(dir, self.log_config(topic_config)).await {
             Ok(log) => {
-                tracing::info!(
-                    topic = %key.0,
-                    partition = key.1,
-                    high_watermark = log.high_watermark(),
-                    "partition log opened again after a write failure; appends resume"
-                );
+                if crate::log::once_a_minute(log.dir(), "opened again") {
+                    tracing::info!(
+                        topic = %key.0,
+                        partition = key.1,
+                        high_watermark = log.high_watermark(),
+                        "partition log opened again after a write failure; appends resume"
+                    );
+                }
                 let owned = OwnedLog { topic_id: failed.topic_id, log };
                 self.logs.borrow_mut().insert(key, Rc::new(owned));
             }
