@@ -86,8 +86,21 @@ pub async fn handle(ctx: &Ctx, request: FetchRequest) -> Outcome<FetchResponse> 
             if total >= min_bytes || any_error || now >= deadline {
                 break;
             }
-            wait_for_data(&shard, &wanted, deadline - now).await;
+            // Wait for data past what this read saw, not past the fetch offset: when the
+            // partitions' `partition_max_bytes` keep a read under `min_bytes` (a consumer
+            // with fetch.min.bytes above max.partition.fetch.bytes), data past the
+            // offset is already there, and waiting for it would return at once, again
+            // and again, without yielding the core until `max_wait_ms` (found by the
+            // dispatch fuzzer).
+            let seen: Vec<i64> = reads.iter().map(|r| r.high_watermark).collect();
+            wait_for_data(&shard, &wanted, &seen, deadline - now).await;
             reads = read_all(&shard, &wanted).await;
+            if reads.iter().zip(&seen).all(|(r, s)| r.high_watermark == *s) {
+                // Woken without new data (a closed or failed log's watch wakes at
+                // once): no busy loop either.
+                let left = deadline.saturating_duration_since(Instant::now());
+                glommio::timer::sleep(left.min(NO_PROGRESS_PAUSE)).await;
+            }
         }
         build(v, headers, &wanted, reads, max_bytes)
     })
@@ -123,12 +136,22 @@ async fn read_all(shard: &std::rc::Rc<Shard>, wanted: &[Wanted]) -> Vec<Partitio
     reads
 }
 
-/// Waits until any partition gets data past its fetch offset, or `timeout`.
-async fn wait_for_data(shard: &std::rc::Rc<Shard>, wanted: &[Wanted], timeout: Duration) {
+/// Longest pause of a long poll that was woken without new data, before it reads again.
+const NO_PROGRESS_PAUSE: Duration = Duration::from_millis(100);
+
+/// Waits until any partition gets data past both its fetch offset and the high
+/// watermark its last read saw (`seen`, in `wanted` order; -1 when unknown), or
+/// `timeout`.
+async fn wait_for_data(
+    shard: &std::rc::Rc<Shard>,
+    wanted: &[Wanted],
+    seen: &[i64],
+    timeout: Duration,
+) {
     let mut per_shard: Vec<Vec<(TopicName, i32, i64)>> = vec![Vec::new(); shard.nr_shards];
-    for w in wanted {
+    for (w, seen) in wanted.iter().zip(seen) {
         if let Ok((topic, owner)) = &w.target {
-            per_shard[*owner].push((topic.clone(), w.partition, w.offset));
+            per_shard[*owner].push((topic.clone(), w.partition, w.offset.max(*seen)));
         }
     }
     let timeout_ms = timeout.as_millis() as u64;

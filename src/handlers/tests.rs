@@ -641,3 +641,61 @@ fn offset_for_leader_epoch_answers_from_the_one_epoch_each_partition_has() {
         }
     });
 }
+
+/// A Fetch whose `min_bytes` is more than its partitions' `partition_max_bytes` let a
+/// read return waits out `max_wait_ms` without holding the core: other tasks keep
+/// running meanwhile (the long poll used to wake at once, again and again, and starve
+/// the executor; found by the dispatch fuzzer).
+#[test]
+fn a_fetch_that_cannot_reach_min_bytes_waits_without_spinning() {
+    use crate::protocol::batch::testing::{build_batch, BatchSpec};
+    use kafka_protocol::messages::create_topics_request::CreatableTopic;
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kafka_protocol::messages::{FetchRequest, TopicName};
+    with_shard(|shard| async move {
+        let name = || TopicName(StrBytes::from_static_str("spin"));
+        create_topics(
+            &shard,
+            vec![CreatableTopic::default()
+                .with_name(name())
+                .with_num_partitions(1)
+                .with_replication_factor(1)],
+        )
+        .await;
+        let batch =
+            bytes::Bytes::from(build_batch(&BatchSpec { records: 3, ..Default::default() }));
+        let stored = batch.len();
+        shard.log("spin", 0).unwrap().log.append(batch, 0).await.unwrap();
+        let request = FetchRequest::default()
+            .with_max_wait_ms(400)
+            .with_min_bytes(1 << 20)
+            .with_max_bytes(1 << 20)
+            .with_topics(vec![FetchTopic::default().with_topic(name()).with_partitions(vec![
+                FetchPartition::default().with_partition(0).with_partition_max_bytes(1),
+            ])]);
+        let ticks = std::rc::Rc::new(std::cell::Cell::new(0u32));
+        let counter = ticks.clone();
+        let ticker = glommio::spawn_local(async move {
+            loop {
+                glommio::timer::sleep(Duration::from_millis(10)).await;
+                counter.set(counter.get() + 1);
+            }
+        })
+        .detach();
+        let started = std::time::Instant::now();
+        let body = RequestKind::Fetch(request);
+        let Ok(Dispatched { outcome: Outcome::Later(later), .. }) =
+            dispatch(&ctx(&shard, 11), frame(ApiKey::Fetch, 11, 3, &body)).await
+        else {
+            panic!("Fetch is not deferred")
+        };
+        let Some(ResponseKind::Fetch(r)) = later.await else { panic!("no answer") };
+        ticker.cancel();
+        assert!(started.elapsed() >= Duration::from_millis(400));
+        // The one stored batch, whole (a response always carries at least one).
+        let records = r.responses[0].partitions[0].records.as_ref().map(|b| b.len());
+        assert_eq!(records, Some(stored));
+        // 400 ms of 10 ms ticks: about 40 if the core was free; a spinning poll gives 0.
+        assert!(ticks.get() >= 20, "the executor ran {} ticks in 400 ms", ticks.get());
+    });
+}
