@@ -30,6 +30,8 @@ use shardlog::shard::{Shard, ShardMessage};
 
 /// The broker's default `--max-request-bytes`.
 const MAX_REQUEST_BYTES: usize = 100 << 20;
+/// Most time one input's frames may take (each long poll is cut at 200 ms).
+const INPUT_BUDGET: Duration = Duration::from_secs(5);
 /// Most partitions a fuzzed CreateTopics / CreatePartitions may ask for.
 const MAX_FUZZ_PARTITIONS: i32 = 8;
 
@@ -86,7 +88,10 @@ fuzz_target!(|data: &[u8]| {
         let shard = broker.shard.get().expect("shard").clone();
         broker.executor.run(async move {
             let mut rest = data;
-            while rest.len() >= 4 {
+            // Each long poll is cut at 200 ms; the whole input at INPUT_BUDGET, so that
+            // only a real hang (a task that never yields) reaches libFuzzer's -timeout.
+            let started = std::time::Instant::now();
+            while rest.len() >= 4 && started.elapsed() < INPUT_BUDGET {
                 let prefix = [rest[0], rest[1], rest[2], rest[3]];
                 let Ok(size) = check_frame_length(prefix, MAX_REQUEST_BYTES) else { return };
                 if rest.len() < 4 + size {
