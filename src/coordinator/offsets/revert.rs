@@ -3,7 +3,6 @@
 //! commit to its offset cache only once the append succeeded; this coordinator applies
 //! it at once and undoes it on failure).
 
-use super::super::group::CommittedOffset;
 use super::super::{GroupCoordinator, GroupRecord};
 
 impl GroupCoordinator {
@@ -27,29 +26,11 @@ impl GroupCoordinator {
     /// (from [`GroupCoordinator::offset_as_record`] before the commit). True when it
     /// did. Other records are left alone (false).
     pub fn revert_offset(&mut self, failed: &GroupRecord, previous: GroupRecord) -> bool {
-        let GroupRecord::Offset {
-            group,
-            topic,
-            partition,
-            offset,
-            leader_epoch,
-            metadata,
-            commit_timestamp_ms,
-            expire_timestamp_ms,
-        } = failed
-        else {
+        let GroupRecord::Offset { group, topic, partition, .. } = failed else {
             return false;
         };
-        let set = CommittedOffset {
-            offset: *offset,
-            leader_epoch: *leader_epoch,
-            metadata: metadata.clone(),
-            commit_timestamp_ms: *commit_timestamp_ms,
-            expire_timestamp_ms: *expire_timestamp_ms,
-        };
-        let key = (topic.clone(), *partition);
-        let current = self.groups.get(group.as_str()).and_then(|g| g.offsets.get(&key));
-        if current != Some(&set) {
+        // The offset in memory, as a record, is still the one the failed write carried.
+        if self.offset_as_record(group, topic, *partition) != *failed {
             return false;
         }
         self.load(previous);

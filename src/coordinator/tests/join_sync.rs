@@ -254,25 +254,13 @@ fn rejoin_during_completing_rebalance_fails_parked_syncs() {
 #[test]
 fn a_failed_assignment_write_clears_the_assignments_and_rebalances() {
     let (mut h, _a, b) = H::stable_group();
-    let record = |generation| match h_record(&h) {
-        GroupRecord::GroupMetadata {
-            group,
-            protocol_type,
-            protocol,
-            leader,
-            current_state_timestamp_ms,
-            members,
-            ..
-        } => GroupRecord::GroupMetadata {
-            group,
-            protocol_type,
-            generation,
-            protocol,
-            leader,
-            current_state_timestamp_ms,
-            members,
-        },
-        other => panic!("not group metadata: {other:?}"),
+    let record = |generation| {
+        let mut r = h_record(&h);
+        let GroupRecord::GroupMetadata { generation: g, .. } = &mut r else {
+            panic!("not group metadata: {r:?}")
+        };
+        *g = generation;
+        r
     };
     let stale = record(0);
     let current = record(1);
