@@ -589,6 +589,19 @@ mod tests {
         commit_codes_of(host, "g", offset).await
     }
 
+    /// The response to `request` at `version`, submitted to `host` as a client's.
+    async fn call(host: &GroupHost, request: RequestKind, version: i16) -> ResponseKind {
+        let call = GroupCall {
+            request,
+            api_version: version,
+            client_id: "test".into(),
+            client_host: "/127.0.0.1".into(),
+        };
+        let (tx, rx) = oneshot::channel();
+        host.submit(call, tx).await;
+        rx.await.expect("the group host answers")
+    }
+
     /// [`commit_codes`] for group `group`.
     async fn commit_codes_of(host: &GroupHost, group: &str, offset: i64) -> Vec<i16> {
         use kafka_protocol::messages::offset_commit_request::{
@@ -606,15 +619,8 @@ mod tests {
             .with_group_id(GroupId(StrBytes::from_string(group.to_string())))
             .with_generation_id_or_member_epoch(-1)
             .with_topics(vec![topic]);
-        let call = GroupCall {
-            request: RequestKind::OffsetCommit(request),
-            api_version: 8,
-            client_id: "test".into(),
-            client_host: "/127.0.0.1".into(),
-        };
-        let (tx, rx) = oneshot::channel();
-        host.submit(call, tx).await;
-        let Ok(ResponseKind::OffsetCommit(r)) = rx.await else { panic!("no OffsetCommit answer") };
+        let response = call(host, RequestKind::OffsetCommit(request), 8).await;
+        let ResponseKind::OffsetCommit(r) = response else { panic!("no OffsetCommit answer") };
         r.topics.iter().flat_map(|t| t.partitions.iter().map(|p| p.error_code)).collect()
     }
 
@@ -633,17 +639,9 @@ mod tests {
             host.existing_log(p("g")).unwrap().fail_for_test();
             host.last_reopen.set(Some(std::time::Instant::now()));
             let ids = ["g", other.as_str()].map(|g| GroupId(StrBytes::from_string(g.into())));
-            let call = GroupCall {
-                request: RequestKind::DeleteGroups(
-                    DeleteGroupsRequest::default().with_groups_names(ids.to_vec()),
-                ),
-                api_version: 2,
-                client_id: "test".into(),
-                client_host: "/127.0.0.1".into(),
-            };
-            let (tx, rx) = oneshot::channel();
-            host.submit(call, tx).await;
-            let Ok(ResponseKind::DeleteGroups(r)) = rx.await else { panic!("no answer") };
+            let request = DeleteGroupsRequest::default().with_groups_names(ids.to_vec());
+            let response = call(host, RequestKind::DeleteGroups(request), 2).await;
+            let ResponseKind::DeleteGroups(r) = response else { panic!("no answer") };
             let codes: Vec<(String, i16)> =
                 r.results.iter().map(|g| (g.group_id.0.to_string(), g.error_code)).collect();
             assert_eq!(codes, vec![("g".to_string(), 16), (other, 0)]);
