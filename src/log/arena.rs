@@ -1,21 +1,43 @@
-//! Append arenas of the batch cache, recycled through a per-shard [`ArenaPool`].
+//! The shard's memory for batches: append arenas of the batch cache and DMA read
+//! buffers of its segments, recycled through one per-shard [`ArenaPool`].
 //!
-//! An [`Arena`] is one large buffer that a partition's appended (or read-in) batches are
-//! copied into back to back, so that a fetch of several of them is one zero-copy `Bytes`.
-//! Each batch comes out as a `Bytes` that keeps the whole arena alive; when the last of
-//! them is dropped (on whatever core the fetch that held it ran), the buffer goes back to
-//! its shard's pool instead of to the allocator. In steady state (the cache at its
-//! budget, evicting as fast as it inserts) new arenas are old ones: no page is faulted
-//! in, zeroed by the kernel, or unmapped (with the TLB shootdown that costs every core)
-//! per arena.
+//! An [`Arena`] is one large buffer that a partition's appended batches are copied into
+//! back to back, so that a fetch of several of them is one zero-copy `Bytes`. A
+//! [`ReadBlock`] is a buffer lent to one DMA read (glommio's `read_at_aligned_into`,
+//! vendored patch), which the kernel fills straight from the segment file; its bytes then
+//! become a [`ReadBuf`], which the read-ahead, the fetch and the cache all reference
+//! without a copy. Every `Bytes` cut from either keeps the whole buffer alive; when the
+//! last of them is dropped (on whatever core the fetch that held it ran), the buffer goes
+//! back to its shard's pool instead of to the allocator. In steady state (the cache at
+//! its budget, evicting as fast as it inserts) new arenas and read buffers are old ones:
+//! no page is faulted in, zeroed by the kernel, or unmapped (with the TLB shootdown that
+//! costs every core) per buffer. Buffers are [`BLOCK_ALIGN`]-aligned, as `O_DIRECT` needs.
 //!
 //! Writes happen only on the owning shard, only into the part of the buffer that no
-//! `Bytes` refers to yet; every `Bytes` handed out covers bytes that never change again.
+//! `Bytes` refers to yet (an arena's free tail, or a read block before
+//! [`ReadBlock::freeze`]); every `Bytes` handed out covers bytes that never change again.
 
+use std::alloc::Layout;
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+
+/// Idle buffers a shard's pool keeps for reuse (uncounted overhead: at most this many
+/// arenas or read-ahead windows, 4 MiB each at most by default).
+pub const IDLE_BLOCKS: usize = 16;
+
+thread_local! {
+    /// The pool of the shard on this thread (see [`shard_pool`]).
+    static SHARD_POOL: Arc<ArenaPool> = ArenaPool::new(IDLE_BLOCKS);
+}
+
+/// The pool of the shard running on this thread: its batch cache's append arenas and
+/// its segments' DMA read buffers come from it and go back to it, so the memory that an
+/// eviction frees becomes the next read's (or arena's) buffer without a page fault.
+pub fn shard_pool() -> Arc<ArenaPool> {
+    SHARD_POOL.with(Arc::clone)
+}
 
 /// Recycled arena buffers of one shard, shared with whichever core drops an arena's
 /// last `Bytes`. Holds at most `max_free` idle buffers (the overhead beyond the cache
@@ -45,7 +67,27 @@ impl ArenaPool {
             Some(free.swap_remove(i))
         });
         let block = reused.unwrap_or_else(|| Block::new(capacity));
-        Arena { shared: Arc::new(Shared { block: Some(block), pool: self.clone() }), used: 0, tag }
+        let shared = Shared { block: Some(block), pool: Some(self.clone()) };
+        Arena { shared: Arc::new(shared), used: 0, tag }
+    }
+
+    /// A block for one DMA read of `len` bytes (a multiple of the file's alignment), to
+    /// lend to glommio's `read_at_aligned_into`: an idle buffer of `len` to `2 * len`
+    /// bytes if the pool holds one, else a new allocation. Reads shorter than
+    /// [`MIN_POOLED_READ`] get a buffer of their own that is freed, not pooled.
+    pub fn read_block(self: &Arc<Self>, len: usize) -> ReadBlock {
+        let pooled = len >= MIN_POOLED_READ;
+        let reused = if pooled {
+            self.free.lock().ok().and_then(|mut free| {
+                let i = free.iter().rposition(|b| b.capacity >= len && b.capacity <= 2 * len)?;
+                Some(free.swap_remove(i))
+            })
+        } else {
+            None
+        };
+        let block = reused.unwrap_or_else(|| Block::new(len));
+        let pool = pooled.then(|| self.clone());
+        ReadBlock { shared: Shared { block: Some(block), pool }, len }
     }
 
     fn give_back(&self, block: Block) {
@@ -54,6 +96,114 @@ impl ArenaPool {
                 free.push(block);
             }
         }
+    }
+}
+
+/// Reads shorter than this many bytes do not use (or feed) the pool: a small read must
+/// not hold on to a large idle buffer, nor fill the pool with small ones.
+pub const MIN_POOLED_READ: usize = 64 << 10;
+
+/// Tag bit of read blocks (see [`ReadBuf::tag`]); arena tags are small counters.
+const READ_TAG: u64 = 1 << 63;
+
+/// A block lent to one DMA read (from [`ArenaPool::read_block`]); the kernel writes into
+/// its first `len` bytes, then [`ReadBlock::freeze`] turns what it wrote into a
+/// [`ReadBuf`].
+#[derive(Debug)]
+pub struct ReadBlock {
+    shared: Shared,
+    len: usize,
+}
+
+// SAFETY: the block is this value's alone (no `Bytes` is cut from it before `freeze`,
+// which consumes the value), so the kernel may write its first `len` bytes (within the
+// block's capacity) for as long as the value lives; blocks are `BLOCK_ALIGN`-aligned and
+// `len` is what the caller sized for the file's alignment.
+unsafe impl glommio::io::ReadSink for ReadBlock {
+    fn sink_ptr(&self) -> *mut u8 {
+        self.shared.block().ptr.as_ptr()
+    }
+    fn sink_len(&self) -> usize {
+        self.len
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
+}
+
+impl ReadBlock {
+    /// The first `filled` bytes (what the read wrote, at most the lent length), from
+    /// now on immutable; the block returns to its pool when the last view is dropped.
+    pub fn freeze(self, filled: usize) -> ReadBuf {
+        let filled = filled.min(self.len);
+        let block_bytes = self.shared.block().capacity;
+        let shared = Arc::new(self.shared);
+        let ptr = shared.block().ptr.as_ptr();
+        let tag = READ_TAG | ptr as u64;
+        let data = if filled == 0 {
+            Bytes::new()
+        } else {
+            Bytes::from_owner(Slice { _arena: shared, ptr, len: filled })
+        };
+        ReadBuf { data, tag, block_bytes }
+    }
+}
+
+#[cfg(test)]
+impl ReadBlock {
+    /// Stand-in for a DMA read in tests: copies `src` to the front of the lent memory.
+    pub fn write_for_test(&mut self, src: &[u8]) {
+        assert!(src.len() <= self.len, "larger than the lent memory");
+        // SAFETY: the block is this value's alone and holds at least `len` bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src.as_ptr(), self.shared.block().ptr.as_ptr(), src.len())
+        }
+    }
+}
+
+/// Bytes read from a segment file into one [`ReadBlock`] (or none: empty), with that
+/// block's identity, so that a cache can join batches of one block without copying and
+/// charge the block's memory once. Cheap to clone and slice; `Send`.
+#[derive(Clone, Debug, Default)]
+pub struct ReadBuf {
+    data: Bytes,
+    tag: u64,
+    block_bytes: usize,
+}
+
+impl ReadBuf {
+    /// `len` bytes from `at` (clamped to what is there): a view of the same block.
+    pub fn slice(&self, at: usize, len: usize) -> ReadBuf {
+        let at = at.min(self.data.len());
+        let end = at + len.min(self.data.len() - at);
+        ReadBuf { data: self.data.slice(at..end), ..self.clone() }
+    }
+
+    /// The bytes, as `Bytes` that keep the block alive.
+    pub fn bytes(&self) -> &Bytes {
+        &self.data
+    }
+
+    /// Tag of the block: non-zero, unique among blocks alive at the same time (its
+    /// address with the top bit set), never equal to an arena tag; 0 when empty.
+    pub fn tag(&self) -> u64 {
+        if self.data.is_empty() {
+            0
+        } else {
+            self.tag
+        }
+    }
+
+    /// Capacity of the whole block in bytes: the memory any view of it keeps alive.
+    pub fn block_bytes(&self) -> usize {
+        self.block_bytes
+    }
+}
+
+impl std::ops::Deref for ReadBuf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.data
     }
 }
 
@@ -104,7 +254,8 @@ impl Arena {
 #[derive(Debug)]
 struct Shared {
     block: Option<Block>,
-    pool: Arc<ArenaPool>,
+    /// Where the block goes back to; `None`: freed (a small read's block).
+    pool: Option<Arc<ArenaPool>>,
 }
 
 impl Shared {
@@ -115,8 +266,8 @@ impl Shared {
 
 impl Drop for Shared {
     fn drop(&mut self) {
-        if let Some(block) = self.block.take() {
-            self.pool.give_back(block);
+        if let (Some(block), Some(pool)) = (self.block.take(), &self.pool) {
+            pool.give_back(block);
         }
     }
 }
@@ -139,7 +290,12 @@ impl AsRef<[u8]> for Slice {
     }
 }
 
-/// An owned, uninitialised heap buffer of `capacity` bytes.
+/// Address alignment of every block, bytes: a DMA (`O_DIRECT`) read may go straight into
+/// one, which needs the address aligned to the device's logical block (at most 4 KiB).
+pub const BLOCK_ALIGN: usize = 4096;
+
+/// An owned, uninitialised heap buffer of `capacity` bytes (a multiple of
+/// [`BLOCK_ALIGN`]), aligned to [`BLOCK_ALIGN`].
 #[derive(Debug)]
 struct Block {
     ptr: NonNull<u8>,
@@ -150,14 +306,23 @@ struct Block {
 // another thread moves that ownership.
 unsafe impl Send for Block {}
 // SAFETY: shared access only reads `ptr`/`capacity`; the bytes are written through
-// `Arena::push` alone, on ranges no other reference covers.
+// `Arena::push` or a DMA read into a [`ReadBlock`] alone, on ranges no other reference
+// covers.
 unsafe impl Sync for Block {}
 
 impl Block {
+    fn layout(capacity: usize) -> Layout {
+        Layout::from_size_align(capacity, BLOCK_ALIGN)
+            .expect("block sizes are far below isize::MAX")
+    }
+
     fn new(capacity: usize) -> Block {
-        let mut v = std::mem::ManuallyDrop::new(Vec::<u8>::with_capacity(capacity));
-        let capacity = v.capacity();
-        let ptr = NonNull::new(v.as_mut_ptr()).expect("Vec pointers are non-null");
+        let capacity = capacity.max(1).next_multiple_of(BLOCK_ALIGN);
+        // SAFETY: the layout has a non-zero size.
+        let raw = unsafe { std::alloc::alloc(Block::layout(capacity)) };
+        let Some(ptr) = NonNull::new(raw) else {
+            std::alloc::handle_alloc_error(Block::layout(capacity))
+        };
         advise_huge_pages(ptr, capacity);
         Block { ptr, capacity }
     }
@@ -165,9 +330,8 @@ impl Block {
 
 impl Drop for Block {
     fn drop(&mut self) {
-        // SAFETY: `ptr`/`capacity` came from a `Vec<u8>` that was never freed; length 0
-        // (u8 needs no drop).
-        unsafe { drop(Vec::from_raw_parts(self.ptr.as_ptr(), 0, self.capacity)) }
+        // SAFETY: `ptr` came from `alloc` with this very layout and was never freed.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), Block::layout(self.capacity)) }
     }
 }
 
@@ -195,13 +359,46 @@ mod tests {
     #[test]
     fn pushes_are_adjacent_edited_copies() {
         let pool = ArenaPool::new(4);
-        let mut arena = pool.arena(1024, 7);
-        assert_eq!((arena.room(), arena.tag()), (1024, 7));
+        // Capacities are whole multiples of BLOCK_ALIGN.
+        let mut arena = pool.arena(1000, 7);
+        assert_eq!((arena.room(), arena.tag()), (4096, 7));
         let a = arena.push(&[1, 2, 3], |b| b[0] = 9);
         let b = arena.push(&[4, 5], |_| {});
         assert_eq!((&a[..], &b[..]), (&[9u8, 2, 3][..], &[4u8, 5][..]));
         assert_eq!(b.as_ptr(), a.as_ptr().wrapping_add(3));
-        assert_eq!(arena.room(), 1019);
+        assert_eq!(arena.room(), 4091);
+    }
+
+    #[test]
+    fn read_blocks_are_aligned_pooled_and_sliced_without_copies() {
+        let pool = ArenaPool::new(2);
+        let mut block = pool.read_block(128 << 10);
+        block.write_for_test(&[7; 10]);
+        let ptr = glommio::io::ReadSink::sink_ptr(&block);
+        assert_eq!(ptr as usize % BLOCK_ALIGN, 0);
+        assert_eq!(glommio::io::ReadSink::sink_len(&block), 128 << 10);
+        let buf = block.freeze(10);
+        assert_eq!((&buf[..], buf.block_bytes()), (&[7u8; 10][..], 128 << 10));
+        assert_eq!(buf.tag(), (1 << 63) | ptr as u64);
+        let part = buf.slice(2, 100);
+        assert_eq!(
+            (part.len(), part.as_ptr(), part.tag()),
+            (8, ptr.wrapping_add(2).cast_const(), buf.tag())
+        );
+        assert_eq!(buf.slice(11, 5).tag(), 0, "an empty view has no block");
+        drop(buf);
+        assert_eq!(pool.idle(), 0, "a view still holds the block");
+        std::thread::spawn(move || drop(part)).join().unwrap();
+        assert_eq!(pool.idle(), 1);
+        // Reused for a read of 64 KiB up to the whole block, not for a smaller one.
+        let small = pool.read_block(32 << 10);
+        assert_ne!(glommio::io::ReadSink::sink_ptr(&small), ptr);
+        drop(small);
+        assert_eq!(pool.idle(), 1, "blocks of reads under MIN_POOLED_READ are freed");
+        let again = pool.read_block(64 << 10);
+        assert_eq!(glommio::io::ReadSink::sink_ptr(&again), ptr);
+        assert_eq!(again.freeze(0).len(), 0);
+        assert_eq!(pool.idle(), 1);
     }
 
     #[test]

@@ -17,13 +17,15 @@
 //! bound one partition's share further.
 //!
 //! ## Accounting
-//! The cache counts the stored length of every batch it holds; the invariant is
-//! `used() <= budget()` after every call (a batch larger than the budget, or than the
+//! The cache counts the stored length of every appended batch it holds, and for batches
+//! read from disk (views of their DMA read buffer, never copied) the whole read buffer,
+//! once, while any of its batches stays cached. The invariant is `used() <= budget()`
+//! after every call (a batch, or read buffer, larger than the budget or than the
 //! partition cap, is not cached). Memory not counted (the overhead): the unused tail of
 //! each partition's current append arena (see [`ShardCache::copy_in`], at most
 //! [`ShardCache::arena_bytes`] per partition), parts of arenas kept alive by a batch
-//! still cached while their other batches were evicted, and the idle arenas the pool
-//! keeps for reuse (at most [`IDLE_ARENAS`]; see [`super::arena`]).
+//! still cached while their other batches were evicted, and the idle buffers the shard's
+//! pool keeps for reuse (at most [`IDLE_ARENAS`]; see [`super::arena`]).
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -32,7 +34,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
-use super::arena::{Arena, ArenaPool};
+use super::arena::{Arena, ArenaPool, ReadBuf};
 
 use crate::protocol::batch::BatchIter;
 
@@ -42,9 +44,9 @@ use crate::protocol::batch::BatchIter;
 pub const MAX_ARENA_BYTES: usize = 4 << 20;
 /// Smallest append arena, bytes.
 pub const MIN_ARENA_BYTES: usize = 64 << 10;
-/// Idle arena buffers a shard keeps for reuse (uncounted overhead: at most this many
-/// times [`MAX_ARENA_BYTES`]).
-pub const IDLE_ARENAS: usize = 16;
+/// Idle buffers a shard keeps for reuse (uncounted overhead: at most this many times
+/// [`MAX_ARENA_BYTES`]); the pool is shared with the shard's DMA reads.
+pub const IDLE_ARENAS: usize = super::arena::IDLE_BLOCKS;
 
 /// A read whose batches are not all adjacent in memory is cut at the first break (and
 /// stays zero-copy) only if the part before it is at least this long and at least half;
@@ -96,6 +98,9 @@ pub struct ShardCache {
     lru: BTreeSet<(u64, PartitionId)>,
     /// Where arenas come from and go back to.
     pool: Arc<ArenaPool>,
+    /// Read blocks that cached batches point into, by tag: (the block's bytes, charged
+    /// once while any of its batches is cached; how many of its batches are cached).
+    blocks: HashMap<u64, (usize, usize)>,
 }
 
 impl ShardCache {
@@ -111,7 +116,8 @@ impl ShardCache {
             next_tag: 1,
             parts: HashMap::new(),
             lru: BTreeSet::new(),
-            pool: ArenaPool::new(IDLE_ARENAS),
+            pool: super::arena::shard_pool(),
+            blocks: HashMap::new(),
         }
     }
 
@@ -152,10 +158,8 @@ impl ShardCache {
 
     /// Drops a partition and everything it caches (its log closed or deleted).
     pub fn unregister(&mut self, id: PartitionId) {
-        if let Some(p) = self.parts.remove(&id) {
-            self.used -= p.bytes;
-            self.lru.remove(&(p.last_used, id));
-        }
+        self.clear(id);
+        self.parts.remove(&id);
     }
 
     /// Drops partition `id`'s batches that end below `offset` (retention moved its log
@@ -176,23 +180,14 @@ impl ShardCache {
         let doomed: Vec<i64> =
             p.batches.range(..to).filter(|(_, b)| b.last_offset >= from).map(|(k, _)| *k).collect();
         for k in doomed {
-            if let Some(b) = p.batches.remove(&k) {
-                p.bytes -= b.data.len();
-                self.used -= b.data.len();
-            }
-        }
-        if p.bytes == 0 {
-            self.lru.remove(&(p.last_used, id));
+            self.evict(id, k);
         }
     }
 
     /// Drops everything one partition caches (it stays registered).
     pub fn clear(&mut self, id: PartitionId) {
-        if let Some(p) = self.parts.get_mut(&id) {
-            self.used -= p.bytes;
-            self.lru.remove(&(p.last_used, id));
-            p.bytes = 0;
-            p.batches.clear();
+        while self.parts.get(&id).is_some_and(|p| !p.batches.is_empty()) {
+            self.evict_one(id);
         }
     }
 
@@ -258,20 +253,42 @@ impl ShardCache {
     /// than the budget or the partition cap, or a batch with the same base offset is
     /// cached), touches the partition and evicts down to the budget.
     pub fn insert(&mut self, id: PartitionId, b: CachedBatch) {
+        self.insert_charged(id, b, None);
+    }
+
+    /// [`ShardCache::insert`] of a batch that points into a read block of `block`
+    /// bytes (`Some`, tag `b.alloc`): the first such batch is charged the whole block,
+    /// the others nothing, and the charge is given back when the block's last batch
+    /// goes (see [`ShardCache::charge_out`]). `None`: charged its own length.
+    fn insert_charged(&mut self, id: PartitionId, b: CachedBatch, block: Option<usize>) {
         let len = b.data.len();
-        if len > self.budget || len > self.partition_cap {
+        let charge = block.unwrap_or(len);
+        if charge > self.budget || charge > self.partition_cap {
             return;
         }
         self.touch(id);
-        let Some(p) = self.parts.get_mut(&id) else { return };
+        let Some(p) = self.parts.get(&id) else { return };
         if p.batches.contains_key(&b.base_offset) {
             return;
         }
-        if p.bytes == 0 {
+        let charge = match block {
+            Some(bytes) => {
+                let e = self.blocks.entry(b.alloc).or_insert((bytes, 0));
+                e.1 += 1;
+                if e.1 == 1 {
+                    e.0
+                } else {
+                    0
+                }
+            }
+            None => len,
+        };
+        let p = self.parts.get_mut(&id).expect("checked above");
+        if p.bytes == 0 && charge > 0 {
             self.lru.insert((p.last_used, id));
         }
-        p.bytes += len;
-        self.used += len;
+        p.bytes += charge;
+        self.used += charge;
         p.batches.insert(b.base_offset, b);
         while self.parts[&id].bytes > self.partition_cap {
             self.evict_one(id);
@@ -283,24 +300,25 @@ impl ShardCache {
     }
 
     /// Caches the whole batches of `parts` (consecutive bytes read from partition `id`'s
-    /// log, e.g. views of DMA read buffers), as [`ShardCache::insert`] does, and returns
-    /// them as one
-    /// `Bytes` for the fetch that read them; a trailing partial batch is ignored. Each
-    /// batch is copied into the partition's arena once (batches already cached are
-    /// reused), so the result is the cached memory itself, zero-copy when the copies are
-    /// adjacent (see [`ShardCache::read`] for how a break is handled). `None` when caching
-    /// is off: the caller copies the parts itself.
+    /// log: views of DMA read buffers), as [`ShardCache::insert`] does, and returns them
+    /// as one `Bytes` for the fetch that read them; a trailing partial batch is ignored.
+    /// Nothing is copied: each batch is cached as a view of its read buffer (batches
+    /// already cached are reused), and that buffer is charged to the budget whole, once,
+    /// while any of its batches stays cached. The result is zero-copy when the batches
+    /// are adjacent (see [`ShardCache::read`] for how a break is handled). `None` when
+    /// caching is off: the caller serves the parts itself.
     pub fn insert_read<'a>(
         &mut self,
         id: PartitionId,
-        parts: impl IntoIterator<Item = &'a [u8]>,
+        parts: impl IntoIterator<Item = &'a ReadBuf>,
     ) -> Option<Bytes> {
         if self.budget == 0 || !self.parts.contains_key(&id) {
             return None;
         }
         let mut batches = Vec::new();
         let mut total = 0;
-        for data in parts {
+        for part in parts {
+            let data = part.bytes();
             for item in BatchIter::new(data) {
                 let Ok((at, h)) = item else { break };
                 let end = at + h.total_size();
@@ -311,14 +329,13 @@ impl ShardCache {
                 let b = match cached {
                     Some(b) if b.data.len() == end - at => b.clone(),
                     _ => {
-                        let (copy, alloc) = self.copy_in(id, &data[at..end], |_| {});
                         let b = CachedBatch {
                             base_offset: h.base_offset,
                             last_offset: h.last_offset(),
-                            data: copy,
-                            alloc,
+                            data: data.slice(at..end),
+                            alloc: part.tag(),
                         };
-                        self.insert(id, b.clone());
+                        self.insert_charged(id, b.clone(), Some(part.block_bytes()));
                         b
                     }
                 };
@@ -330,15 +347,41 @@ impl ShardCache {
         Some(if refs.is_empty() { Bytes::new() } else { join(&refs, total) })
     }
 
-    /// Evicts partition `id`'s lowest-offset batch.
-    fn evict_one(&mut self, id: PartitionId) {
-        let Some(p) = self.parts.get_mut(&id) else { return };
-        let Some((_, old)) = p.batches.pop_first() else { return };
-        p.bytes -= old.data.len();
-        self.used -= old.data.len();
+    /// Bytes the budget gets back when batch `b` leaves the cache: its length, or for
+    /// a read block's last cached batch the whole block (0 for its others).
+    fn charge_out(&mut self, b: &CachedBatch) -> usize {
+        let Some(e) = self.blocks.get_mut(&b.alloc) else { return b.data.len() };
+        e.1 -= 1;
+        if e.1 > 0 {
+            return 0;
+        }
+        let bytes = e.0;
+        self.blocks.remove(&b.alloc);
+        bytes
+    }
+
+    /// Drops partition `id`'s batch with base offset `base`, if cached.
+    fn evict(&mut self, id: PartitionId, base: i64) {
+        let Some(old) = self.parts.get_mut(&id).and_then(|p| p.batches.remove(&base)) else {
+            return;
+        };
+        let charge = self.charge_out(&old);
+        let p = self.parts.get_mut(&id).expect("just removed from it");
+        p.bytes -= charge;
+        self.used -= charge;
         if p.bytes == 0 {
             self.lru.remove(&(p.last_used, id));
         }
+    }
+
+    /// Evicts partition `id`'s lowest-offset batch.
+    fn evict_one(&mut self, id: PartitionId) {
+        let Some(base) =
+            self.parts.get(&id).and_then(|p| p.batches.first_key_value()).map(|(k, _)| *k)
+        else {
+            return;
+        };
+        self.evict(id, base);
     }
 
     /// Batches of partition `id` starting with the cached one containing `offset`,
@@ -444,30 +487,60 @@ mod tests {
         }
     }
 
-    #[test]
-    fn batches_from_a_disk_read_do_not_pin_the_read_buffer() {
-        use crate::protocol::batch::testing::{build_batch, BatchSpec};
-        let batch = build_batch(&BatchSpec { records: 3, value_len: 10, ..Default::default() });
-        // A read buffer much larger than the batch it holds (as a read-ahead is).
-        let mut buf = batch.clone();
-        buf.resize(1 << 20, 0);
-        let read = Bytes::from(buf);
-        let mut c = ShardCache::new(1 << 20, usize::MAX);
-        let p = c.register();
-        let served = c.insert_read(p, [&read[..batch.len()]]).expect("caching is on");
-        assert_eq!(&served[..], &batch[..]);
-        assert_eq!(c.used(), batch.len());
-        let cached = c.read(p, 0, 1 << 20, 3).expect("cached");
-        assert_eq!(&cached[..], &batch[..]);
-        let inside = read.as_ptr_range();
-        assert!(!inside.contains(&cached.as_ptr()), "the cache holds a slice of the read buffer");
-        // A second read of the same batch is not cached twice.
-        c.insert_read(p, [&read[..batch.len()]]);
-        assert_eq!(c.used(), batch.len());
+    /// `bytes` as if read from disk into a block of `block` bytes of `pool`.
+    fn disk_read(pool: &Arc<ArenaPool>, bytes: &[u8], block: usize) -> ReadBuf {
+        let mut b = pool.read_block(block);
+        b.write_for_test(bytes);
+        b.freeze(bytes.len())
     }
 
     #[test]
-    fn a_read_in_two_parts_is_served_as_one_arena_slice() {
+    fn a_disk_read_is_cached_without_a_copy_and_its_block_charged_once() {
+        use crate::protocol::batch::testing::{build_batch, BatchSpec};
+        let spec =
+            |base| BatchSpec { base_offset: base, records: 3, value_len: 10, ..Default::default() };
+        let (a, b) = (build_batch(&spec(0)), build_batch(&spec(3)));
+        let pool = ArenaPool::new(4);
+        // A read-ahead window of 1 MiB holding two batches.
+        let read = disk_read(&pool, &[a.clone(), b.clone()].concat(), 1 << 20);
+        let mut c = ShardCache::new(4 << 20, usize::MAX);
+        let p = c.register();
+        let first = read.slice(0, a.len());
+        let served = c.insert_read(p, [&first]).expect("caching is on");
+        assert_eq!((&served[..], served.as_ptr()), (&a[..], read.as_ptr()));
+        assert_eq!(c.used(), 1 << 20, "the whole block is charged");
+        // The next fetch's batch from the same block costs nothing more, and a cached
+        // read of both is one view of the block.
+        c.insert_read(p, [&read.slice(a.len(), b.len())]);
+        c.insert_read(p, [&first]);
+        assert_eq!((c.used(), c.partition_bytes(p)), (1 << 20, 1 << 20));
+        let both = c.read(p, 0, 1 << 20, 6).expect("cached");
+        assert_eq!((both.len(), both.as_ptr()), (a.len() + b.len(), read.as_ptr()));
+        // The charge goes only with the block's last batch.
+        c.evict_range(p, 0, 3);
+        assert_eq!(c.used(), 1 << 20);
+        assert!(c.read(p, 0, 1 << 20, 6).is_none());
+        c.evict_below(p, 6);
+        assert_eq!((c.used(), c.partition_bytes(p)), (0, 0));
+        drop((read, first, served, both));
+        assert_eq!(pool.idle(), 1, "nothing holds the block any more");
+    }
+
+    #[test]
+    fn a_block_larger_than_the_budget_is_served_but_not_cached() {
+        use crate::protocol::batch::testing::{build_batch, BatchSpec};
+        let a = build_batch(&BatchSpec { records: 1, value_len: 10, ..Default::default() });
+        let pool = ArenaPool::new(4);
+        let read = disk_read(&pool, &a, 2 << 20);
+        let mut c = ShardCache::new(1 << 20, usize::MAX);
+        let p = c.register();
+        let served = c.insert_read(p, [&read]).expect("caching is on");
+        assert_eq!((&served[..], c.used()), (&a[..], 0));
+        assert!(c.read(p, 0, 1 << 20, 1).is_none());
+    }
+
+    #[test]
+    fn a_read_in_two_blocks_is_served_whole_and_cached_per_block() {
         use crate::protocol::batch::testing::{build_batch, BatchSpec};
         let spec = |base| BatchSpec {
             base_offset: base,
@@ -476,23 +549,24 @@ mod tests {
             ..Default::default()
         };
         let (a, b, c3) = (build_batch(&spec(0)), build_batch(&spec(2)), build_batch(&spec(4)));
-        let mut first = a.clone();
-        first.extend_from_slice(&b);
+        let pool = ArenaPool::new(4);
+        // Offsets 0..4 from one read-ahead window, 4..6 from the next.
+        let first = disk_read(&pool, &[a.clone(), b.clone()].concat(), 64 << 10);
+        let second = disk_read(&pool, &c3, 64 << 10);
         let mut c = ShardCache::new(1 << 20, usize::MAX);
         let p = c.register();
-        // Offsets 0..4 from one read-ahead window, 4..6 from the next.
-        let served = c.insert_read(p, [&first[..], &c3[..]]).expect("caching is on");
-        assert_eq!(served.len(), a.len() + b.len() + c3.len());
-        assert_eq!(&served[..a.len()], &a[..]);
-        assert_eq!(&served[first.len()..], &c3[..]);
-        assert_eq!(c.used(), served.len());
-        // The cached copies are the served bytes themselves.
+        let served = c.insert_read(p, [&first, &second]).expect("caching is on");
+        assert_eq!(&served[..], &[a.clone(), b.clone(), c3.clone()].concat()[..]);
+        assert_eq!(c.used(), 128 << 10);
+        // Each block's batches are views of that block.
         let again = c.read(p, 4, 1 << 20, 6).expect("cached");
-        assert_eq!(again.as_ptr(), served[first.len()..].as_ptr());
-        // Caching off: the caller copies.
+        assert_eq!(again.as_ptr(), second.as_ptr());
+        let ab = c.read(p, 0, a.len() + b.len(), 6).expect("cached");
+        assert_eq!((ab.len(), ab.as_ptr()), (a.len() + b.len(), first.as_ptr()));
+        // Caching off: the caller serves the parts itself.
         let mut off = ShardCache::new(0, usize::MAX);
         let q = off.register();
-        assert!(off.insert_read(q, [&first[..]]).is_none());
+        assert!(off.insert_read(q, [&first]).is_none());
     }
 
     #[test]

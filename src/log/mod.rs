@@ -487,10 +487,10 @@ impl PartitionLog {
             if let Some(parts) =
                 seg.read_from(offset, max_bytes, hw).await.map_err(ReadError::Io)?
             {
-                let views = parts.iter().map(|p| &p[..]);
-                let cached = self.cache.borrow_mut().insert_read(self.cache_id, views);
-                return Ok(cached.unwrap_or_else(|| {
-                    parts.iter().map(|p| &p[..]).collect::<Vec<_>>().concat().into()
+                let cached = self.cache.borrow_mut().insert_read(self.cache_id, &parts);
+                return Ok(cached.unwrap_or_else(|| match &parts[..] {
+                    [one] => one.bytes().clone(),
+                    _ => parts.iter().map(|p| &p[..]).collect::<Vec<_>>().concat().into(),
                 }));
             }
         }

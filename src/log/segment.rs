@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use futures_util::future::{FutureExt, Shared};
-use glommio::io::{DmaFile, OpenOptions, ReadResult};
+use glommio::io::{DmaFile, OpenOptions};
 use glommio::task::JoinHandle;
 
+use super::arena::{shard_pool, ReadBuf};
 use super::index::{OffsetIndex, TimeIndex};
 use super::zero_fill::ZeroFill;
 use crate::protocol::batch::{
@@ -110,7 +111,7 @@ impl Drop for Held {
 #[derive(Debug)]
 struct ReadAhead {
     pos: u64,
-    data: ReadResult,
+    data: ReadBuf,
     /// File position after the last batch `data` holds whole: where the next window starts.
     whole_end: u64,
     _held: Option<Held>,
@@ -121,7 +122,7 @@ struct ReadAhead {
 struct Prefetch {
     pos: u64,
     len: u64,
-    done: Shared<JoinHandle<Option<ReadResult>>>,
+    done: Shared<JoinHandle<Option<ReadBuf>>>,
     held: Held,
 }
 
@@ -256,12 +257,12 @@ impl Segment {
     /// window starts there and is read in the background as soon as the window before it
     /// serves a read, so a consumer reading sequentially does not wait for the disk.
     /// Written bytes below the logical size never change, so buffered bytes stay valid.
-    pub async fn read_bytes(&self, pos: u64, min: usize, want: usize) -> io::Result<ReadResult> {
+    pub async fn read_bytes(&self, pos: u64, min: usize, want: usize) -> io::Result<ReadBuf> {
         let size = self.size.get();
         let want_end = (pos + want.max(min) as u64).min(size);
         let min_end = (pos + min as u64).min(want_end);
         if want_end <= pos {
-            return Ok(ReadResult::default());
+            return Ok(ReadBuf::default());
         }
         if let Some(hit) = self.in_readahead(pos, min_end, want_end) {
             return Ok(hit);
@@ -282,11 +283,14 @@ impl Segment {
         }
         let held_here = self.readahead.borrow().as_ref().map_or(0, |r| r.data.len());
         let held = Held::take(READ_AHEAD, held_here);
-        let len =
-            if held.is_some() { (want_end - pos).max(READ_AHEAD as u64) } else { want_end - pos };
+        let len = if held.is_some() {
+            (want_end - pos).max(self.window_len(pos))
+        } else {
+            want_end - pos
+        };
         let read_end = (pos + len).min(size);
         self.demand_reads.set(self.demand_reads.get() + 1);
-        let r = self.file.read_at(pos, (read_end - pos) as usize).await.map_err(io::Error::from)?;
+        let r = read_at(&self.file, pos, (read_end - pos) as usize).await?;
         if (r.len() as u64) < min_end - pos {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
@@ -303,8 +307,16 @@ impl Segment {
         Ok(out)
     }
 
+    /// Length of a read-ahead window from `pos`: up to the aligned position
+    /// [`READ_AHEAD`] bytes past `pos`'s aligned start, so that its DMA read is exactly
+    /// [`READ_AHEAD`] bytes and its buffer the same size as an append arena (the shard's
+    /// pool recycles one as the other).
+    fn window_len(&self, pos: u64) -> u64 {
+        READ_AHEAD as u64 - (pos - self.file.align_down(pos))
+    }
+
     /// Makes `data` (segment bytes from file position `pos`) the read-ahead buffer.
-    fn install(&self, pos: u64, data: ReadResult, held: Option<Held>) {
+    fn install(&self, pos: u64, data: ReadBuf, held: Option<Held>) {
         let whole = BatchIter::new(&data)
             .map_while(|b| b.ok())
             .map(|(at, h)| at + h.total_size())
@@ -316,7 +328,7 @@ impl Segment {
 
     /// From the read-ahead buffer, if it holds `[pos, min_end)`: `[pos, want_end)` or as
     /// much of it as it holds. Starts the background read of the next window.
-    fn in_readahead(&self, pos: u64, min_end: u64, want_end: u64) -> Option<ReadResult> {
+    fn in_readahead(&self, pos: u64, min_end: u64, want_end: u64) -> Option<ReadBuf> {
         let (hit, whole_end) = {
             let ra = self.readahead.borrow();
             let ra = ra.as_ref()?;
@@ -345,11 +357,11 @@ impl Segment {
             return;
         }
         let replaced = self.prefetch.borrow().as_ref().map_or(0, |p| p.held.0);
-        let len = (size - from).min(READ_AHEAD as u64);
+        let len = (size - from).min(self.window_len(from));
         let Some(held) = Held::take(len as usize, replaced) else { return };
         let file = self.file.clone();
         let task = glommio::spawn_local(async move {
-            file.read_at(from, len as usize).await.ok().filter(|r| r.len() as u64 == len)
+            read_at(&file, from, len as usize).await.ok().filter(|r| r.len() as u64 == len)
         });
         let done = task.detach().shared();
         *self.prefetch.borrow_mut() = Some(Prefetch { pos: from, len, done, held });
@@ -397,11 +409,8 @@ impl Segment {
         file_end: &mut u64,
     ) -> io::Result<ScanChunk> {
         let len = (want as u64).min(file_end.saturating_sub(pos)) as usize;
-        let data = if len == 0 {
-            ReadResult::default()
-        } else {
-            self.file.read_at(pos, len).await.map_err(io::Error::from)?
-        };
+        let data =
+            if len == 0 { ReadBuf::default() } else { read_at(&self.file, pos, len).await? };
         if data.len() < len {
             *file_end = pos + data.len() as u64;
         }
@@ -422,9 +431,9 @@ impl Segment {
         limit: i64,
         hint: usize,
         mut pred: impl FnMut(&RecordBatchHeader) -> bool,
-    ) -> io::Result<Option<(u64, RecordBatchHeader, ReadResult, u64)>> {
+    ) -> io::Result<Option<(u64, RecordBatchHeader, ReadBuf, u64)>> {
         let end = self.size.get();
-        let mut buf = ReadResult::default();
+        let mut buf = ReadBuf::default();
         let mut buf_pos = 0u64;
         while pos < end {
             let h = self.header_at(pos, end, hint, &mut buf, &mut buf_pos).await?;
@@ -446,7 +455,7 @@ impl Segment {
         pos: u64,
         end: u64,
         hint: usize,
-        buf: &mut ReadResult,
+        buf: &mut ReadBuf,
         buf_pos: &mut u64,
     ) -> io::Result<RecordBatchHeader> {
         let have =
@@ -478,7 +487,7 @@ impl Segment {
         offset: i64,
         max_bytes: usize,
         limit: i64,
-    ) -> io::Result<Option<Vec<ReadResult>>> {
+    ) -> io::Result<Option<Vec<ReadBuf>>> {
         let start_pos = self.index.borrow().lookup(self.rel(offset)) as u64;
         let hint = max_bytes.clamp(MIN_READ, 16 << 20);
         let Some((start, first, mut buf, mut buf_pos)) =
@@ -542,7 +551,7 @@ impl Segment {
 /// What one [`Segment::scan_chunk`] read found.
 pub struct ScanChunk {
     /// The bytes read (a DMA buffer).
-    pub data: ReadResult,
+    pub data: ReadBuf,
     /// `(position in data, header)` of each valid whole batch, in order.
     pub batches: Vec<(usize, RecordBatchHeader)>,
     /// Bytes of `data` up to the end of the last valid batch.
@@ -552,8 +561,20 @@ pub struct ScanChunk {
 }
 
 /// `len` bytes of `r` from `at` (in bounds: callers slice within what they checked).
-fn slice(r: &ReadResult, at: usize, len: usize) -> ReadResult {
-    ReadResult::slice(r, at, len).unwrap_or_default()
+fn slice(r: &ReadBuf, at: usize, len: usize) -> ReadBuf {
+    r.slice(at, len)
+}
+
+/// `len` bytes of `file` from position `pos` (any alignment), read with one DMA read
+/// straight into a pooled buffer that the result then references (no copy); fewer bytes
+/// at the end of the file.
+async fn read_at(file: &DmaFile, pos: u64, len: usize) -> io::Result<ReadBuf> {
+    let start = file.align_down(pos);
+    let skip = (pos - start) as usize;
+    let lent = file.align_up((skip + len) as u64) as usize;
+    let block = shard_pool().read_block(lent);
+    let (block, n) = file.read_at_aligned_into(start, block).await.map_err(io::Error::from)?;
+    Ok(block.freeze(n).slice(skip, len))
 }
 
 /// Writes `data` to `path` via a temporary file, synced before it is renamed into

@@ -585,6 +585,31 @@ impl Reactor {
         }
     }
 
+    /// A DMA read into memory the caller lends (`IoBuffer::Lent`); never deduplicated
+    /// by a file scheduler. shardlog patch.
+    pub(crate) fn read_dma_into(
+        &self,
+        raw: RawFd,
+        pos: u64,
+        sink: Box<dyn crate::sys::ReadSink>,
+        pollable: PollableStatus,
+    ) -> Source {
+        let stats = StatsCollection {
+            fulfilled: Some(|result, stats, op_count| {
+                if let Ok(result) = result {
+                    stats.file_reads += op_count;
+                    stats.file_bytes_read += *result as u64 * op_count;
+                }
+            }),
+            reused: None,
+            latency: None,
+        };
+        let source =
+            self.new_source(raw, SourceType::Read(pollable, Some(IoBuffer::Lent(sink))), Some(stats));
+        self.sys.read_dma_into(&source, pos);
+        source
+    }
+
     pub(crate) fn read_buffered(
         &self,
         raw: RawFd,

@@ -388,6 +388,32 @@ impl DmaFile {
         Ok(ReadResult::from_sliced_buffer(source, 0, read_size))
     }
 
+    /// Reads from an aligned position straight into memory the caller lends (`sink`),
+    /// so the bytes need no copy out of a glommio buffer and can live in the caller's
+    /// own allocation (shardlog patch, not in glommio 0.9.0). `pos`, the sink's address
+    /// and its length must be multiples of [`Self::alignment`]. If this future is
+    /// dropped before the read completes, the reactor keeps `sink` until the kernel is
+    /// done with it and then drops it. Returns the sink and the bytes read (fewer than
+    /// its length at the end of the file).
+    pub async fn read_at_aligned_into<S: sys::ReadSink>(
+        &self,
+        pos: u64,
+        sink: S,
+    ) -> Result<(S, usize)> {
+        let source = self.file.reactor.upgrade().unwrap().read_dma_into(
+            self.as_raw_fd(),
+            pos,
+            Box::new(sink),
+            self.pollable,
+        );
+        let read_size = enhanced_try!(source.collect_rw().await, "Reading", self.file)?;
+        let sink = match source.extract_buffer() {
+            sys::IoBuffer::Lent(sink) => sink.into_any().downcast::<S>(),
+            _ => unreachable!("a read_dma_into source holds its sink"),
+        };
+        Ok((*sink.expect("the sink keeps its type"), read_size))
+    }
+
     /// Reads into buffer in buf from a specific position in the file.
     ///
     /// It is not necessary to respect the `O_DIRECT` alignment of the file, and

@@ -172,6 +172,7 @@ pub use self::{
     stat::Stat,
 };
 pub use crate::sys::DmaBuffer;
+pub use crate::sys::ReadSink;
 
 #[cfg(test)]
 mod test {

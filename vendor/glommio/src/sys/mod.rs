@@ -393,6 +393,27 @@ pub(crate) enum IoBuffer {
     DmaSink(DmaBuffer),
     DmaSource(DmaSource),
     Buffered(Vec<u8>),
+    /// Memory a caller lent to a read ([`crate::io::DmaFile::read_at_aligned_into`]).
+    /// shardlog patch.
+    Lent(Box<dyn ReadSink>),
+}
+
+/// Memory a caller lends to a DMA read (`DmaFile::read_at_aligned_into`), so the kernel
+/// writes straight into the caller's own buffer (shardlog patch, not in glommio 0.9.0).
+///
+/// # Safety
+/// `sink_ptr()` must point to `sink_len()` writable bytes that stay valid, and that
+/// nothing else reads or writes, for as long as the value lives, wherever it is moved:
+/// the reactor keeps the value until the kernel has finished with the memory, even when
+/// the read's future is dropped first. For `O_DIRECT` the address and length must be
+/// multiples of the file's alignment.
+pub unsafe trait ReadSink: std::any::Any + std::fmt::Debug {
+    /// Start of the memory.
+    fn sink_ptr(&self) -> *mut u8;
+    /// Length of the memory, bytes.
+    fn sink_len(&self) -> usize;
+    /// The value as `Any`, to get the caller's own type back.
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any>;
 }
 
 impl Deref for IoBuffer {
@@ -403,6 +424,10 @@ impl Deref for IoBuffer {
             IoBuffer::DmaSink(buffer) => buffer.as_bytes(),
             IoBuffer::DmaSource(buffer) => buffer.deref(),
             IoBuffer::Buffered(buffer) => buffer.as_slice(),
+            // SAFETY: the `ReadSink` contract: valid memory of that length.
+            IoBuffer::Lent(sink) => unsafe {
+                std::slice::from_raw_parts(sink.sink_ptr(), sink.sink_len())
+            },
         }
     }
 }

@@ -63,6 +63,8 @@ enum UringOpDescriptor {
     WriteFixed(*const u8, usize, u64, u32),
     ReadFixed(u64, usize),
     Read(u64, usize),
+    /// A read into lent memory (`IoBuffer::Lent`): pointer, length, position.
+    ReadInto(*mut u8, usize, u64),
     Open(*const u8, libc::c_int, u32),
     Close,
     FDataSync,
@@ -349,6 +351,10 @@ fn fill_sqe<F>(
             }
             UringOpDescriptor::Close => {
                 sqe.prep_close(op.fd);
+            }
+            UringOpDescriptor::ReadInto(ptr, len, pos) => {
+                let buf = std::slice::from_raw_parts_mut(ptr, len);
+                sqe.prep_read(op.fd, buf, pos);
             }
             UringOpDescriptor::ReadFixed(pos, len) => {
                 let mut buf = buffer_allocation(len).expect("Buffer allocation failed");
@@ -1426,6 +1432,22 @@ impl Reactor {
 
     pub(crate) fn read_dma(&self, source: &Source, pos: u64, size: usize) {
         let op = UringOpDescriptor::ReadFixed(pos, size);
+        queue_request_into_ring(
+            &mut *self.ring_for_source(source),
+            source,
+            op,
+            &mut self.source_map.borrow_mut(),
+        );
+    }
+
+    /// Queues a read into the memory the source's `IoBuffer::Lent` holds (shardlog patch).
+    pub(crate) fn read_dma_into(&self, source: &Source, pos: u64) {
+        let op = match &*source.source_type() {
+            SourceType::Read(_, Some(IoBuffer::Lent(sink))) => {
+                UringOpDescriptor::ReadInto(sink.sink_ptr(), sink.sink_len(), pos)
+            }
+            x => panic!("Unexpected source type for read_dma_into: {:?}", x),
+        };
         queue_request_into_ring(
             &mut *self.ring_for_source(source),
             source,
