@@ -1,5 +1,6 @@
 //! Fetch (key 1): whole stored record batches from each partition's owner, long-
-//! polling up to `max_wait_ms` for `min_bytes`. Batches go out as stored (no
+//! polling up to `max_wait_ms` for `min_bytes` (but answering at once when a partition's
+//! read left stored data behind: the consumer's next fetch gets it sooner than new data). Batches go out as stored (no
 //! re-encoding); a partition read always yields at least one whole batch when data
 //! exists, even above the byte limits.
 //!
@@ -83,7 +84,12 @@ pub async fn handle(ctx: &Ctx, request: FetchRequest) -> Outcome<FetchResponse> 
             let total: usize = reads.iter().map(|r| r.records.len()).sum();
             let any_error = reads.iter().any(|r| r.error.is_some());
             let now = Instant::now();
-            if total >= min_bytes || any_error || now >= deadline {
+            // A read that ended below its high watermark (at its byte limit, at a break
+            // between two cached buffers, or at the end of a read-ahead window) leaves
+            // data that is already there: answer now rather than wait for new data
+            // that min_bytes would never need (the consumer's next fetch goes on).
+            let more_there = reads.iter().any(stopped_below_high_watermark);
+            if total >= min_bytes || any_error || now >= deadline || more_there {
                 break;
             }
             // Wait for data past what this read saw, not past the fetch offset: when the
@@ -104,6 +110,13 @@ pub async fn handle(ctx: &Ctx, request: FetchRequest) -> Outcome<FetchResponse> 
         }
         build(v, headers, &wanted, reads, max_bytes)
     })
+}
+
+/// True when `read` returned batches but ended below its high watermark: more data is
+/// stored past what it returned.
+fn stopped_below_high_watermark(read: &PartitionRead) -> bool {
+    let last = BatchIter::new(&read.records).map_while(|b| b.ok()).last();
+    last.is_some_and(|(_, h)| h.last_offset() + 1 < read.high_watermark)
 }
 
 /// Reads every partition on its owner, all in parallel.

@@ -647,6 +647,50 @@ fn offset_for_leader_epoch_answers_from_the_one_epoch_each_partition_has() {
 /// running meanwhile (the long poll used to wake at once, again and again, and starve
 /// the executor; found by the dispatch fuzzer).
 #[test]
+fn a_fetch_that_leaves_stored_data_behind_answers_without_waiting_for_min_bytes() {
+    use crate::protocol::batch::testing::{build_batch, BatchSpec};
+    use kafka_protocol::messages::create_topics_request::CreatableTopic;
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kafka_protocol::messages::{FetchRequest, TopicName};
+    with_shard(|shard| async move {
+        let name = || TopicName(StrBytes::from_static_str("behind"));
+        create_topics(
+            &shard,
+            vec![CreatableTopic::default()
+                .with_name(name())
+                .with_num_partitions(1)
+                .with_replication_factor(1)],
+        )
+        .await;
+        let log = shard.log("behind", 0).unwrap().log.clone();
+        let batch =
+            || bytes::Bytes::from(build_batch(&BatchSpec { records: 3, ..Default::default() }));
+        let stored = batch().len();
+        log.append(batch(), 0).await.unwrap();
+        log.append(batch(), 0).await.unwrap();
+        // One batch fits the partition's limit; the second is stored but left behind.
+        let request = FetchRequest::default()
+            .with_max_wait_ms(5_000)
+            .with_min_bytes(1 << 20)
+            .with_max_bytes(1 << 20)
+            .with_topics(vec![FetchTopic::default().with_topic(name()).with_partitions(vec![
+                FetchPartition::default().with_partition(0).with_partition_max_bytes(1),
+            ])]);
+        let started = std::time::Instant::now();
+        let body = RequestKind::Fetch(request);
+        let Ok(Dispatched { outcome: Outcome::Later(later), .. }) =
+            dispatch(&ctx(&shard, 11), frame(ApiKey::Fetch, 11, 3, &body)).await
+        else {
+            panic!("Fetch is not deferred")
+        };
+        let Some(ResponseKind::Fetch(r)) = later.await else { panic!("no answer") };
+        let p = &r.responses[0].partitions[0];
+        assert_eq!((p.records.as_ref().map(|b| b.len()), p.high_watermark), (Some(stored), 6));
+        assert!(started.elapsed() < Duration::from_millis(2_500), "waited for min_bytes");
+    });
+}
+
+#[test]
 fn a_fetch_that_cannot_reach_min_bytes_waits_without_spinning() {
     use crate::protocol::batch::testing::{build_batch, BatchSpec};
     use kafka_protocol::messages::create_topics_request::CreatableTopic;

@@ -59,14 +59,11 @@ impl ArenaPool {
         self.free.lock().map_or(0, |f| f.len())
     }
 
-    /// A fresh arena of at least `capacity` bytes: an idle buffer if one is that large,
-    /// else a new allocation.
+    /// A fresh arena of at least `capacity` bytes: an idle buffer of `capacity` to
+    /// `2 * capacity` bytes if the pool holds one (a much larger one would make the
+    /// arena's uncounted free tail that much larger), else a new allocation.
     pub fn arena(self: &Arc<Self>, capacity: usize, tag: u64) -> Arena {
-        let reused = self.free.lock().ok().and_then(|mut free| {
-            let i = free.iter().rposition(|b| b.capacity >= capacity)?;
-            Some(free.swap_remove(i))
-        });
-        let block = reused.unwrap_or_else(|| Block::new(capacity));
+        let block = self.reuse(capacity).unwrap_or_else(|| Block::new(capacity));
         let shared = Shared { block: Some(block), pool: Some(self.clone()) };
         Arena { shared: Arc::new(shared), used: 0, tag }
     }
@@ -76,25 +73,31 @@ impl ArenaPool {
     /// bytes if the pool holds one, else a new allocation. Reads shorter than
     /// [`MIN_POOLED_READ`] get a buffer of their own that is freed, not pooled.
     pub fn read_block(self: &Arc<Self>, len: usize) -> ReadBlock {
-        let pooled = len >= MIN_POOLED_READ;
-        let reused = if pooled {
-            self.free.lock().ok().and_then(|mut free| {
-                let i = free.iter().rposition(|b| b.capacity >= len && b.capacity <= 2 * len)?;
-                Some(free.swap_remove(i))
-            })
-        } else {
-            None
-        };
+        let pooled = (MIN_POOLED_READ..=MAX_POOLED).contains(&len);
+        let reused = if pooled { self.reuse(len) } else { None };
         let block = reused.unwrap_or_else(|| Block::new(len));
         let pool = pooled.then(|| self.clone());
         ReadBlock { shared: Shared { block: Some(block), pool }, len }
     }
 
+    /// An idle buffer of `len` to `2 * len` bytes, the most recently returned first.
+    fn reuse(&self, len: usize) -> Option<Block> {
+        let mut free = self.free.lock().ok()?;
+        let i = free.iter().rposition(|b| b.capacity >= len && b.capacity <= 2 * len)?;
+        Some(free.remove(i))
+    }
+
+    /// Keeps `block` for reuse (at most [`MAX_POOLED`] bytes); when the pool is full, the
+    /// buffer idle longest is freed instead, so the pool follows the sizes in use.
     fn give_back(&self, block: Block) {
+        if block.capacity > MAX_POOLED || self.max_free == 0 {
+            return;
+        }
         if let Ok(mut free) = self.free.lock() {
-            if free.len() < self.max_free {
-                free.push(block);
+            if free.len() >= self.max_free {
+                free.remove(0);
             }
+            free.push(block);
         }
     }
 }
@@ -102,6 +105,10 @@ impl ArenaPool {
 /// Reads shorter than this many bytes do not use (or feed) the pool: a small read must
 /// not hold on to a large idle buffer, nor fill the pool with small ones.
 pub const MIN_POOLED_READ: usize = 64 << 10;
+
+/// Largest buffer the pool keeps, bytes: an append arena or read-ahead window (4 MiB)
+/// and the alignment slack of a read; larger reads (one huge batch) are freed after use.
+pub const MAX_POOLED: usize = (4 << 20) + (64 << 10);
 
 /// Tag bit of read blocks (see [`ReadBuf::tag`]); arena tags are small counters.
 const READ_TAG: u64 = 1 << 63;

@@ -49,12 +49,14 @@ pub const MIN_ARENA_BYTES: usize = 64 << 10;
 pub const IDLE_ARENAS: usize = super::arena::IDLE_BLOCKS;
 
 /// A read whose batches are not all adjacent in memory (it spans two arenas or read
-/// buffers) is copied into one buffer only when it totals at most this many bytes (a
-/// copy that cheap beats a shorter answer); a longer one is cut at the first break and
-/// stays zero-copy, and the consumer's next fetch starts there. (Copying instead cost
-/// about a tenth of the broker's CPU in a sequential consume: a 1 MiB fetch crosses an
-/// arena boundary about once per 4 MiB.)
-pub const MAX_COPY_BYTES: usize = 64 << 10;
+/// buffers) is cut at the first break, and stays zero-copy, when the part before the
+/// break is at least this long and comes from an arena or read buffer (or is at least
+/// half of the read); otherwise it is copied into one buffer. The consumer's next fetch
+/// starts at the break. (Copying whenever less than half stayed cost about a tenth of
+/// the broker's CPU in a sequential consume: a 1 MiB fetch crosses an arena boundary
+/// about once per 4 MiB.) A single batch that is not in an arena (larger than half an
+/// arena) keeps the half rule, so that a read of several such batches is not cut to one.
+pub const MIN_CUT_BYTES: usize = 64 << 10;
 
 /// A shard's cache as its partition logs share it (same core only).
 pub type SharedCache = Rc<RefCell<ShardCache>>;
@@ -102,8 +104,9 @@ pub struct ShardCache {
     /// Where arenas come from and go back to.
     pool: Arc<ArenaPool>,
     /// Read blocks that cached batches point into, by tag: (the block's bytes, charged
-    /// once while any of its batches is cached; how many of its batches are cached).
-    blocks: HashMap<u64, (usize, usize)>,
+    /// once while any of its batches is cached; how many of its batches are cached; the
+    /// partition charged, the only one a block's batches belong to).
+    blocks: HashMap<u64, (usize, usize, PartitionId)>,
 }
 
 impl ShardCache {
@@ -276,7 +279,8 @@ impl ShardCache {
         }
         let charge = match block {
             Some(bytes) => {
-                let e = self.blocks.entry(b.alloc).or_insert((bytes, 0));
+                let e = self.blocks.entry(b.alloc).or_insert((bytes, 0, id));
+                debug_assert_eq!(e.2, id, "a read block holds one partition's batches");
                 e.1 += 1;
                 if e.1 == 1 {
                     e.0
@@ -307,7 +311,8 @@ impl ShardCache {
     /// as one `Bytes` for the fetch that read them; a trailing partial batch is ignored.
     /// Nothing is copied: each batch is cached as a view of its read buffer (batches
     /// already cached are reused), and that buffer is charged to the budget whole, once,
-    /// while any of its batches stays cached. The result is zero-copy when the batches
+    /// while any of its batches stays cached; only a buffer larger than the budget or the
+    /// partition cap has its batches copied into the partition's arena instead. The result is zero-copy when the batches
     /// are adjacent (see [`ShardCache::read`] for how a break is handled). `None` when
     /// caching is off: the caller serves the parts itself.
     pub fn insert_read<'a>(
@@ -332,14 +337,28 @@ impl ShardCache {
                 let b = match cached {
                     Some(b) if b.data.len() == end - at => b.clone(),
                     _ => {
-                        let b = CachedBatch {
-                            base_offset: h.base_offset,
-                            last_offset: h.last_offset(),
-                            data: data.slice(at..end),
-                            alloc: part.tag(),
-                        };
-                        self.insert_charged(id, b.clone(), Some(part.block_bytes()));
-                        b
+                        if part.block_bytes() <= self.budget.min(self.partition_cap) {
+                            let b = CachedBatch {
+                                base_offset: h.base_offset,
+                                last_offset: h.last_offset(),
+                                data: data.slice(at..end),
+                                alloc: part.tag(),
+                            };
+                            self.insert_charged(id, b.clone(), Some(part.block_bytes()));
+                            b
+                        } else {
+                            // The buffer could never be cached whole (a small budget or
+                            // partition cap): cache a copy of the batch instead.
+                            let (copy, alloc) = self.copy_in(id, &data[at..end], |_| {});
+                            let b = CachedBatch {
+                                base_offset: h.base_offset,
+                                last_offset: h.last_offset(),
+                                data: copy,
+                                alloc,
+                            };
+                            self.insert(id, b.clone());
+                            b
+                        }
                     }
                 };
                 total += b.data.len();
@@ -392,8 +411,7 @@ impl ShardCache {
     /// totalling at most `max_bytes` but at least one batch; touches the partition.
     /// `None` when no cached batch contains `offset` (or it is not below `limit`).
     /// The result is one zero-copy `Bytes` when the batches are adjacent in memory; when
-    /// they are not, it is copied when it totals at most [`MAX_COPY_BYTES`], else cut
-    /// at the first break.
+    /// they are not, it is cut at the first break or copied, see [`MIN_CUT_BYTES`].
     pub fn read(
         &mut self,
         id: PartitionId,
@@ -462,7 +480,8 @@ fn join(batches: &[&CachedBatch], total: usize) -> Bytes {
         len += b.data.len();
         n += 1;
     }
-    if n < batches.len() && total <= MAX_COPY_BYTES {
+    let cut = len >= MIN_CUT_BYTES && (batches[0].alloc != 0 || len * 2 >= total);
+    if n < batches.len() && !cut {
         let mut out = BytesMut::with_capacity(total);
         for b in batches {
             out.extend_from_slice(&b.data);
@@ -530,7 +549,7 @@ mod tests {
     }
 
     #[test]
-    fn a_block_larger_than_the_budget_is_served_but_not_cached() {
+    fn batches_of_a_block_larger_than_the_budget_are_cached_as_copies() {
         use crate::protocol::batch::testing::{build_batch, BatchSpec};
         let a = build_batch(&BatchSpec { records: 1, value_len: 10, ..Default::default() });
         let pool = ArenaPool::new(4);
@@ -538,8 +557,12 @@ mod tests {
         let mut c = ShardCache::new(1 << 20, usize::MAX);
         let p = c.register();
         let served = c.insert_read(p, [&read]).expect("caching is on");
-        assert_eq!((&served[..], c.used()), (&a[..], 0));
-        assert!(c.read(p, 0, 1 << 20, 1).is_none());
+        assert_eq!((&served[..], c.used()), (&a[..], a.len()));
+        let cached = c.read(p, 0, 1 << 20, 1).expect("cached");
+        assert_eq!(&cached[..], &a[..]);
+        assert_ne!(cached.as_ptr(), read.as_ptr(), "a copy, not a view of the 2 MiB block");
+        drop((served, cached, read));
+        assert_eq!(pool.idle(), 1, "the block is not held by the cache");
     }
 
     #[test]
@@ -729,7 +752,7 @@ mod tests {
     }
 
     #[test]
-    fn unjoinable_reads_are_copied_when_short_else_cut() {
+    fn unjoinable_reads_are_cut_when_long_else_copied() {
         let mut c = ShardCache::new(1 << 20, usize::MAX);
         let p = c.register();
         // Two adjacent arena batches, then one in its own allocation.
@@ -742,15 +765,21 @@ mod tests {
         assert_eq!(r.len(), 80_000); // cut at the break, zero-copy
         let first = c.read(p, 0, 40_000, 100).unwrap();
         assert_eq!(r.as_ptr(), first.as_ptr());
-        // Even when the part before the break is short.
+        // A batch outside any arena is cut off only when it is at least half.
         c.insert(p, cb(3, 1, 200_000));
         let r = c.read(p, 2, 1 << 20, 100).unwrap();
-        assert_eq!(r.len(), 50_000);
-        // A short read over a break is copied into one buffer.
-        c.insert(p, cb(4, 1, 10_000));
-        c.insert(p, cb(5, 1, 10_000));
-        let r = c.read(p, 4, 1 << 20, 100).unwrap();
-        assert_eq!(r.len(), 20_000);
-        assert_eq!((r[0], r[10_000]), (4, 5));
+        assert_eq!(r.len(), 250_000); // 50 KB before the break: copied
+        assert_eq!((r[0], r[50_000]), (2, 3));
+        c.insert(p, cb(4, 1, 100_000));
+        let r = c.read(p, 3, 1 << 20, 100).unwrap();
+        assert_eq!(r.len(), 200_000); // 200 KB of 300 KB: cut
+                                      // An arena run of at least MIN_CUT_BYTES is cut off even when it is short of
+                                      // half the read (the copy would cost far more than the consumer's next fetch).
+        let mut d = ShardCache::new(8 << 20, usize::MAX); // 1 MiB arenas
+        let q = d.register();
+        let (data, tag) = d.copy_in(q, &[9; 70_000], |_| {});
+        d.insert(q, CachedBatch { base_offset: 0, last_offset: 0, data, alloc: tag });
+        d.insert(q, cb(1, 1, 500_000));
+        assert_eq!(d.read(q, 0, 1 << 20, 100).unwrap().len(), 70_000);
     }
 }
