@@ -70,6 +70,9 @@ def test_batches_are_stored_in_the_topics_codec(broker_factory):
         for j, codec in enumerate(["none", "lz4", "snappy", "gzip"]):
             produce(broker.bootstrap, topic, codec, 10, 10 * j)
         got = stored_codecs(broker.data_dir / f"{topic}-0" / "00000000000000000000.log")
-        want = {"uncompressed": [0] * 4, "producer": [0, 3, 2, 1]}.get(target, [CODECS.get(target, 0)] * 4)
-        assert got == want, (target, got)
+        # librdkafka may split one produce() burst of 10 into two batches (seen in CI:
+        # five zstd batches), so compare the codecs of consecutive runs of batches.
+        runs = [c for i, c in enumerate(got) if i == 0 or got[i - 1] != c]
+        want = {"uncompressed": [0], "producer": [0, 3, 2, 1]}.get(target, [CODECS.get(target, 0)])
+        assert runs == want and len(got) >= 4, (target, got)
         assert consume(broker.bootstrap, topic, 40) == expected, target
