@@ -2,10 +2,11 @@
 //! API is dispatched (not refused), answered, and its response encodes; what is not
 //! served is refused (including Produce v0-2, which ApiVersions lists, KAFKA-18659).
 
+use std::rc::Rc;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseKind};
+use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseKind, TopicName};
 use kafka_protocol::protocol::{Encodable, StrBytes};
 
 use super::{default_request, dispatch, response_api, Ctx, Dispatched, Outcome, Refusal, REGISTRY};
@@ -642,81 +643,81 @@ fn offset_for_leader_epoch_answers_from_the_one_epoch_each_partition_has() {
     });
 }
 
-/// A Fetch whose `min_bytes` is more than its partitions' `partition_max_bytes` let a
-/// read return waits out `max_wait_ms` without holding the core: other tasks keep
-/// running meanwhile (the long poll used to wake at once, again and again, and starve
-/// the executor; found by the dispatch fuzzer).
-#[test]
-fn a_fetch_that_leaves_stored_data_behind_answers_without_waiting_for_min_bytes() {
+/// Creates topic `name` with one partition, appends `batches` batches of 3 records to
+/// it, and returns the stored length of one batch.
+async fn one_partition_with_batches(
+    shard: &Rc<Shard>,
+    name: &'static str,
+    batches: usize,
+) -> usize {
     use crate::protocol::batch::testing::{build_batch, BatchSpec};
     use kafka_protocol::messages::create_topics_request::CreatableTopic;
+    create_topics(
+        shard,
+        vec![CreatableTopic::default()
+            .with_name(TopicName(StrBytes::from_static_str(name)))
+            .with_num_partitions(1)
+            .with_replication_factor(1)],
+    )
+    .await;
+    let batch = || bytes::Bytes::from(build_batch(&BatchSpec { records: 3, ..Default::default() }));
+    let log = shard.log(name, 0).unwrap().log.clone();
+    for _ in 0..batches {
+        log.append(batch(), 0).await.unwrap();
+    }
+    batch().len()
+}
+
+/// Sends a Fetch v11 of partition 0 of `name` from offset 0 (`partition_max_bytes` 1,
+/// `max_bytes` 1 MiB) and waits for its deferred answer.
+async fn fetch_partition_0(
+    shard: &Rc<Shard>,
+    name: &'static str,
+    min_bytes: i32,
+    max_wait_ms: i32,
+) -> kafka_protocol::messages::FetchResponse {
     use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-    use kafka_protocol::messages::{FetchRequest, TopicName};
+    use kafka_protocol::messages::FetchRequest;
+    let request = FetchRequest::default()
+        .with_max_wait_ms(max_wait_ms)
+        .with_min_bytes(min_bytes)
+        .with_max_bytes(1 << 20)
+        .with_topics(vec![FetchTopic::default()
+            .with_topic(TopicName(StrBytes::from_static_str(name)))
+            .with_partitions(vec![FetchPartition::default()
+                .with_partition(0)
+                .with_partition_max_bytes(1)])]);
+    let body = RequestKind::Fetch(request);
+    let Ok(Dispatched { outcome: Outcome::Later(later), .. }) =
+        dispatch(&ctx(shard, 11), frame(ApiKey::Fetch, 11, 3, &body)).await
+    else {
+        panic!("Fetch is not deferred")
+    };
+    let Some(ResponseKind::Fetch(r)) = later.await else { panic!("no answer") };
+    r
+}
+
+#[test]
+fn a_fetch_that_leaves_stored_data_behind_answers_without_waiting_for_min_bytes() {
     with_shard(|shard| async move {
-        let name = || TopicName(StrBytes::from_static_str("behind"));
-        create_topics(
-            &shard,
-            vec![CreatableTopic::default()
-                .with_name(name())
-                .with_num_partitions(1)
-                .with_replication_factor(1)],
-        )
-        .await;
-        let log = shard.log("behind", 0).unwrap().log.clone();
-        let batch =
-            || bytes::Bytes::from(build_batch(&BatchSpec { records: 3, ..Default::default() }));
-        let stored = batch().len();
-        log.append(batch(), 0).await.unwrap();
-        log.append(batch(), 0).await.unwrap();
         // One batch fits the partition's limit; the second is stored but left behind.
-        let request = FetchRequest::default()
-            .with_max_wait_ms(5_000)
-            .with_min_bytes(1 << 20)
-            .with_max_bytes(1 << 20)
-            .with_topics(vec![FetchTopic::default().with_topic(name()).with_partitions(vec![
-                FetchPartition::default().with_partition(0).with_partition_max_bytes(1),
-            ])]);
+        let stored = one_partition_with_batches(&shard, "behind", 2).await;
         let started = std::time::Instant::now();
-        let body = RequestKind::Fetch(request);
-        let Ok(Dispatched { outcome: Outcome::Later(later), .. }) =
-            dispatch(&ctx(&shard, 11), frame(ApiKey::Fetch, 11, 3, &body)).await
-        else {
-            panic!("Fetch is not deferred")
-        };
-        let Some(ResponseKind::Fetch(r)) = later.await else { panic!("no answer") };
+        let r = fetch_partition_0(&shard, "behind", 1 << 20, 5_000).await;
         let p = &r.responses[0].partitions[0];
         assert_eq!((p.records.as_ref().map(|b| b.len()), p.high_watermark), (Some(stored), 6));
         assert!(started.elapsed() < Duration::from_millis(2_500), "waited for min_bytes");
     });
 }
 
+/// A Fetch whose `min_bytes` is more than its partitions' `partition_max_bytes` let a
+/// read return waits out `max_wait_ms` without holding the core: other tasks keep
+/// running meanwhile (the long poll used to wake at once, again and again, and starve
+/// the executor; found by the dispatch fuzzer).
 #[test]
 fn a_fetch_that_cannot_reach_min_bytes_waits_without_spinning() {
-    use crate::protocol::batch::testing::{build_batch, BatchSpec};
-    use kafka_protocol::messages::create_topics_request::CreatableTopic;
-    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-    use kafka_protocol::messages::{FetchRequest, TopicName};
     with_shard(|shard| async move {
-        let name = || TopicName(StrBytes::from_static_str("spin"));
-        create_topics(
-            &shard,
-            vec![CreatableTopic::default()
-                .with_name(name())
-                .with_num_partitions(1)
-                .with_replication_factor(1)],
-        )
-        .await;
-        let batch =
-            bytes::Bytes::from(build_batch(&BatchSpec { records: 3, ..Default::default() }));
-        let stored = batch.len();
-        shard.log("spin", 0).unwrap().log.append(batch, 0).await.unwrap();
-        let request = FetchRequest::default()
-            .with_max_wait_ms(400)
-            .with_min_bytes(1 << 20)
-            .with_max_bytes(1 << 20)
-            .with_topics(vec![FetchTopic::default().with_topic(name()).with_partitions(vec![
-                FetchPartition::default().with_partition(0).with_partition_max_bytes(1),
-            ])]);
+        let stored = one_partition_with_batches(&shard, "spin", 1).await;
         let ticks = std::rc::Rc::new(std::cell::Cell::new(0u32));
         let counter = ticks.clone();
         let ticker = glommio::spawn_local(async move {
@@ -727,13 +728,7 @@ fn a_fetch_that_cannot_reach_min_bytes_waits_without_spinning() {
         })
         .detach();
         let started = std::time::Instant::now();
-        let body = RequestKind::Fetch(request);
-        let Ok(Dispatched { outcome: Outcome::Later(later), .. }) =
-            dispatch(&ctx(&shard, 11), frame(ApiKey::Fetch, 11, 3, &body)).await
-        else {
-            panic!("Fetch is not deferred")
-        };
-        let Some(ResponseKind::Fetch(r)) = later.await else { panic!("no answer") };
+        let r = fetch_partition_0(&shard, "spin", 1 << 20, 400).await;
         ticker.cancel();
         assert!(started.elapsed() >= Duration::from_millis(400));
         // The one stored batch, whole (a response always carries at least one).

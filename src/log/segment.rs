@@ -297,7 +297,7 @@ impl Segment {
                 format!("short read at {pos} in segment {}", self.base_offset),
             ));
         }
-        let out = slice(&r, 0, r.len().min((want_end - pos) as usize));
+        let out = r.slice(0, r.len().min((want_end - pos) as usize));
         if r.len() > out.len() {
             self.install(pos, r, held);
             if let Some(ra_end) = self.readahead.borrow().as_ref().map(|r| r.whole_end) {
@@ -337,7 +337,7 @@ impl Segment {
                 return None;
             }
             let end = want_end.min(ra_end);
-            (slice(&ra.data, (pos - ra.pos) as usize, (end - pos) as usize), ra.whole_end)
+            (ra.data.slice((pos - ra.pos) as usize, (end - pos) as usize), ra.whole_end)
         };
         self.prefetch_after(whole_end);
         Some(hit)
@@ -526,14 +526,14 @@ impl Segment {
             if switched || !self.in_memory_soon(pos) {
                 break;
             }
-            parts.push(slice(&buf, (part_start - buf_pos) as usize, (pos - part_start) as usize));
+            parts.push(buf.slice((part_start - buf_pos) as usize, (pos - part_start) as usize));
             buf = self.read_bytes(pos, RECORD_BATCH_OVERHEAD, hint).await?;
             buf_pos = pos;
             part_start = pos;
             switched = true;
         }
         if pos > part_start {
-            parts.push(slice(&buf, (part_start - buf_pos) as usize, (pos - part_start) as usize));
+            parts.push(buf.slice((part_start - buf_pos) as usize, (pos - part_start) as usize));
         }
         Ok(Some(parts))
     }
@@ -558,11 +558,6 @@ pub struct ScanChunk {
     pub consumed: usize,
     /// Why the scan of this read stopped.
     pub stop: ScanStop,
-}
-
-/// `len` bytes of `r` from `at` (in bounds: callers slice within what they checked).
-fn slice(r: &ReadBuf, at: usize, len: usize) -> ReadBuf {
-    r.slice(at, len)
 }
 
 /// `len` bytes of `file` from position `pos` (any alignment), read with one DMA read
