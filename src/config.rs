@@ -40,6 +40,13 @@ pub struct Config {
     #[arg(long, env = "SHARDLOG_ADVERTISED_LISTENER")]
     pub advertised_listener: Option<String>,
 
+    /// Address of the metrics endpoint, served over HTTP by the control shard:
+    /// `/metrics` (Prometheus text format), `/healthz` (the process is up) and
+    /// `/readyz` (every shard has recovered and serves). Empty: no endpoint. When the
+    /// address is taken the broker logs a warning and runs without it.
+    #[arg(long, env = "SHARDLOG_METRICS_LISTEN", default_value = "127.0.0.1:9644")]
+    pub metrics_listen: String,
+
     /// This broker's node id (Kafka `node.id`).
     #[arg(long, env = "SHARDLOG_NODE_ID", default_value_t = 0)]
     pub node_id: i32,
@@ -285,8 +292,22 @@ pub struct Config {
 }
 
 impl Config {
+    /// The `--metrics-listen` address; `None` when the endpoint is off (empty value).
+    pub fn metrics_addr(&self) -> Result<Option<SocketAddr>, String> {
+        let text = self.metrics_listen.trim();
+        if text.is_empty() {
+            return Ok(None);
+        }
+        text.parse().map(Some).map_err(|e| {
+            format!(
+                "--metrics-listen must be host:port with an IP address or empty, got {text:?}: {e}"
+            )
+        })
+    }
+
     /// Checks values clap cannot: ranges that would make the broker useless.
     pub fn validate(&self) -> Result<(), String> {
+        self.metrics_addr()?;
         if self.max_request_bytes < 1024 {
             return Err(format!(
                 "--max-request-bytes must be at least 1024, got {}",

@@ -15,6 +15,7 @@
 //! | [`log`] | `PartitionLog`: segments (background read-ahead, zero fill ahead of small writes, retention, roll by age, the DeleteRecords start checkpoint, compaction), indexes, batch cache and its pooled arenas and read buffers, recovery, producers |
 //! | [`coordinator`] | the consumer group coordinator, a pure state machine; its records in Kafka's `__consumer_offsets` schemas; KIP-848 topic regexes |
 //! | [`metadata`] | the topic catalog: names, ids, partitions, placement, the internal topic `__consumer_offsets` and how groups map to it; persisted |
+//! | [`metrics`] | per-shard counters and latency histograms (thread-local, no atomics), the snapshot a scrape gathers over the mesh, the Prometheus text exposition and the `--metrics-listen` HTTP endpoint (`/metrics`, `/healthz`, `/readyz`) |
 //! | [`topic_config`] | topic config names, defaults, validation, resolved values |
 //! | [`broker_config`] | dynamic broker configs (KIP-226): which can change, validation, the layered broker defaults |
 //! | [`config_ops`] | what AlterConfigs / IncrementalAlterConfigs do to a topic's overrides (pure) |
@@ -53,6 +54,7 @@ pub mod error;
 pub mod handlers;
 pub mod log;
 pub mod metadata;
+pub mod metrics;
 pub mod net;
 pub mod protocol;
 pub mod shard;

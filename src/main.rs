@@ -250,6 +250,9 @@ async fn run_started_shard(
         }
     };
     let mesh_task = glommio::spawn_local(serve_mesh(shard.clone(), receivers));
+    if id == shardlog::shard::CONTROL_SHARD {
+        start_metrics_endpoint(&shard, &startup, &shutdown);
+    }
     let mut failure = None;
     let listener = if startup.ready(nr_shards, &shutdown).await {
         match TcpListener::bind(config.listen) {
@@ -289,6 +292,31 @@ async fn run_started_shard(
     }
     tracing::debug!(shard = id, "shard stopped");
     failure.map_or(Ok(()), Err)
+}
+
+/// Starts the `--metrics-listen` endpoint on this (the control) shard, unless it is
+/// off. An address that cannot be bound is logged and the broker runs without it.
+fn start_metrics_endpoint(shard: &std::rc::Rc<Shard>, startup: &Startup, shutdown: &Shutdown) {
+    let Ok(Some(addr)) = shard.config.metrics_addr() else {
+        return;
+    };
+    match shardlog::metrics::http::bind(addr) {
+        Ok(listener) => {
+            tracing::info!(metrics_listen = %addr, "metrics endpoint: /metrics, /healthz, /readyz");
+            glommio::spawn_local(shardlog::metrics::http::run(
+                shard.clone(),
+                listener,
+                startup.clone(),
+                shutdown.clone(),
+            ))
+            .detach();
+        }
+        Err(e) => tracing::warn!(
+            metrics_listen = %addr,
+            error = %e,
+            "cannot listen for metrics; running without the metrics endpoint"
+        ),
+    }
 }
 
 /// Makes sure no other process listens on `addr`, and keeps another shardlog from

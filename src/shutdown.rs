@@ -78,4 +78,9 @@ impl Startup {
             glommio::timer::sleep(Duration::from_millis(2)).await;
         }
     }
+
+    /// Whether all `nr_shards` shards have recovered and serve their mesh.
+    pub fn all_ready(&self, nr_shards: usize) -> bool {
+        self.ready.load(Ordering::SeqCst) >= nr_shards
+    }
 }

@@ -188,3 +188,44 @@ impl GroupCoordinator {
         out
     }
 }
+
+/// One group as the metrics endpoint reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupSummary {
+    pub group_id: String,
+    /// "classic" or "consumer" (ListGroups v5's group type).
+    pub group_type: &'static str,
+    /// The state name ListGroups reports (Empty, Stable, PreparingRebalance, ...).
+    pub state: String,
+    /// Members that joined (pending classic members are not counted).
+    pub members: usize,
+}
+
+impl GroupCoordinator {
+    /// Every group this coordinator holds, sorted by id (nothing while loading).
+    pub fn group_summaries(&self) -> Vec<GroupSummary> {
+        if self.loading {
+            return Vec::new();
+        }
+        let mut out: Vec<GroupSummary> = self
+            .groups
+            .values()
+            .map(|g| match &g.kind {
+                GroupKind::Consumer(cg) => GroupSummary {
+                    group_id: g.group_id.clone(),
+                    group_type: CONSUMER_GROUP_TYPE,
+                    state: cg.state_name().to_string(),
+                    members: cg.members.len(),
+                },
+                GroupKind::Classic(c) => GroupSummary {
+                    group_id: g.group_id.clone(),
+                    group_type: CLASSIC_GROUP_TYPE,
+                    state: c.state.as_str().to_string(),
+                    members: c.members.len(),
+                },
+            })
+            .collect();
+        out.sort_by(|a, b| a.group_id.cmp(&b.group_id));
+        out
+    }
+}

@@ -55,6 +55,7 @@ mod config;
 mod consumer;
 mod ctx;
 mod describe;
+pub use describe::GroupSummary;
 mod failed_write;
 mod group;
 mod heartbeat;

@@ -194,6 +194,13 @@ fn build(
     for (w, read) in wanted.iter().zip(reads) {
         let records = trim(&read.records, max_bytes.saturating_sub(used), used == 0);
         used += records.len();
+        if let (Ok((topic, _)), false) = (&w.target, records.is_empty()) {
+            let count = BatchIter::new(&records)
+                .map_while(Result::ok)
+                .map(|(_, h)| h.records_count.max(0) as u64)
+                .sum();
+            crate::metrics::with(|m| m.fetched(topic, records.len() as u64, count));
+        }
         let mut p = PartitionData::default()
             .with_partition_index(w.partition)
             .with_error_code(error::code(read.error))

@@ -15,6 +15,7 @@
 use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
 use std::rc::Rc;
+use std::time::Instant;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use futures_lite::future;
@@ -50,6 +51,8 @@ struct Queued {
     reservation: Reservation,
     /// Names the request in a panic report while its response is being finished.
     label: Rc<Label>,
+    /// When it reached the phases its metrics time.
+    times: Times,
 }
 
 /// How many queued responses the writer has not finished, and who waits for none.
@@ -120,6 +123,7 @@ impl InFlight {
 /// Serves one connection until the client closes it, it misbehaves, or `stop`
 /// resolves (shutdown: in-flight requests still get their responses).
 pub async fn serve(shard: Rc<Shard>, stream: TcpStream, budget: ConnectionBudget, stop: Shutdown) {
+    let _counted = CountedConnection::open();
     let _ = stream.set_nodelay(true);
     let peer = stream.peer_addr().ok();
     let stream = Rc::new(RefCell::new(stream));
@@ -198,6 +202,7 @@ async fn read_loop(
         if !fill(&mut reader, &mut buf, 4 + size, in_flight).await {
             return;
         }
+        let received = Instant::now();
         // From here the request is the reader's: the connection is not idle.
         let handling = Handling::start(in_flight);
         // Then the shard's budget, for bytes that are really here.
@@ -240,6 +245,7 @@ async fn read_loop(
             // It changes what earlier requests act on: let them finish first.
             in_flight.drained().await;
         }
+        let dispatch_started = Instant::now();
         let mut dispatched =
             match Labeled::new(label.clone(), handlers::dispatch(&ctx, request)).await {
                 Ok(d) => d,
@@ -270,9 +276,32 @@ async fn read_loop(
         }
         in_flight.queued.set(in_flight.queued.get() + 1);
         drop(handling);
-        if tx.send(Queued { correlation_id, dispatched, reservation, label }).await.is_err() {
+        let queued = Queued {
+            correlation_id,
+            dispatched,
+            reservation,
+            label,
+            times: Times { received, dispatched: dispatch_started },
+        };
+        if tx.send(queued).await.is_err() {
             return;
         }
+    }
+}
+
+/// Counts a connection in the shard's metrics as open until dropped.
+struct CountedConnection;
+
+impl CountedConnection {
+    fn open() -> Self {
+        crate::metrics::with(|m| m.connection_accepted());
+        CountedConnection
+    }
+}
+
+impl Drop for CountedConnection {
+    fn drop(&mut self) {
+        crate::metrics::with(|m| m.connection_closed());
     }
 }
 
@@ -314,8 +343,10 @@ async fn write_loop(
     in_flight: &InFlight,
     stall: std::time::Duration,
 ) {
-    while let Some(Queued { correlation_id, dispatched, reservation, label }) = rx.recv().await {
-        let open = write_one(&mut writer, correlation_id, dispatched, peer, label, stall).await;
+    while let Some(queued) = rx.recv().await {
+        let Queued { correlation_id, dispatched, reservation, label, times } = queued;
+        let open =
+            write_one(&mut writer, correlation_id, dispatched, peer, label, stall, times).await;
         drop(reservation);
         in_flight.touch();
         in_flight.done_one();
@@ -335,6 +366,7 @@ async fn write_one(
     peer: Option<SocketAddr>,
     label: Rc<Label>,
     stall: std::time::Duration,
+    times: Times,
 ) -> bool {
     let Dispatched { api, response_version, outcome } = dispatched;
     let response = match outcome {
@@ -351,9 +383,11 @@ async fn write_one(
         Outcome::Silent(done) => {
             // Nothing to write; the request's budget is held until its appends finish.
             Labeled::new(label, done).await;
+            times.count(api, response_version, Instant::now(), &[]);
             return true;
         }
     };
+    let ready = Instant::now();
     let frame = match encode(correlation_id, api, response_version, &response) {
         Ok(frame) => frame,
         Err(e) => {
@@ -375,7 +409,33 @@ async fn write_one(
         }
         return false;
     }
+    let mut errors = Vec::new();
+    crate::metrics::errors::error_codes(&response, &mut errors);
+    times.count(api, response_version, ready, &errors);
     true
+}
+
+/// When a request reached the phases its metrics time ([`crate::metrics::Phase`]).
+#[derive(Debug, Clone, Copy)]
+struct Times {
+    /// The whole frame had been read.
+    received: Instant,
+    /// Its handling started.
+    dispatched: Instant,
+}
+
+impl Times {
+    /// Counts an answered request whose response was ready at `ready` and has just
+    /// been written (or needed none), carrying `errors`.
+    fn count(self, api: ApiKey, version: i16, ready: Instant, errors: &[i16]) {
+        let now = Instant::now();
+        let phases = [
+            self.dispatched.saturating_duration_since(self.received),
+            ready.saturating_duration_since(self.dispatched),
+            now.saturating_duration_since(ready),
+        ];
+        crate::metrics::with(|m| m.request(api, version, phases, errors));
+    }
 }
 
 /// Encodes one response frame at `version`: size, header (v0, or v1 for flexible

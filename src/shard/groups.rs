@@ -248,6 +248,11 @@ impl GroupHost {
     }
 
     /// The log of offsets partition `p` if this shard has created it.
+    /// The groups this shard coordinates, for the metrics endpoint.
+    pub fn summaries(&self) -> Vec<crate::coordinator::GroupSummary> {
+        self.coordinator.borrow().group_summaries()
+    }
+
     /// The offsets partitions open on this shard, with their logs, in partition order.
     pub fn open_logs(&self) -> Vec<(usize, Rc<PartitionLog>)> {
         let mut v: Vec<_> = self.logs.borrow().iter().map(|(p, l)| (*p, l.clone())).collect();

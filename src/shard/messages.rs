@@ -200,6 +200,8 @@ pub enum DataRequest {
     /// One group request (or the part of a multi-group request for the groups that
     /// shard coordinates).
     Group { call: Box<GroupCall>, reply: Reply<ResponseKind> },
+    /// The receiving shard's metrics, for a scrape of `--metrics-listen`.
+    Metrics { reply: Reply<crate::metrics::ShardSnapshot> },
 }
 
 /// Control plane: only ever sent to [`CONTROL_SHARD`] (see `Shard::ask_control`).

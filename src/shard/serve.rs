@@ -14,6 +14,7 @@ use futures_lite::{future, StreamExt};
 use glommio::channels::channel_mesh::Receivers;
 
 use bytes::Bytes;
+use kafka_protocol::messages::TopicName;
 
 use super::messages::{
     ActiveProducer, Appended, CatalogChanged, ControlRequest, DataRequest, ListedOffset,
@@ -41,6 +42,7 @@ pub async fn serve_mesh(shard: Rc<Shard>, mut receivers: Receivers<ShardMessage>
             let [data, control, catalog] = ["data", "control", "catalog"]
                 .map(|kind| Rc::new(Label::ShardMessage { from: peer, kind }));
             while let Some(message) = stream.next().await {
+                crate::metrics::with(|m| m.mesh_received(peer));
                 let label = match &message {
                     ShardMessage::Data(_) => &data,
                     ShardMessage::Control(_) => &control,
@@ -79,7 +81,7 @@ async fn execute_data(shard: &Rc<Shard>, request: DataRequest) {
                 let _ = reply.send(Err(not_here(shard, &topic, partition)));
                 return;
             };
-            match start_append(&owned.log, batch, now_ms).await {
+            match start_append(&owned.log, &topic, batch, now_ms).await {
                 Started::Done(r) => {
                     let _ = reply.send(r);
                 }
@@ -98,7 +100,7 @@ async fn execute_data(shard: &Rc<Shard>, request: DataRequest) {
                 };
                 let mut appends = Vec::with_capacity(batches.len());
                 for batch in batches {
-                    let s = start_append(&owned.log, batch, now_ms).await;
+                    let s = start_append(&owned.log, &topic, batch, now_ms).await;
                     writing |= matches!(s, Started::Writing(_));
                     appends.push(s);
                 }
@@ -192,6 +194,9 @@ async fn execute_data(shard: &Rc<Shard>, request: DataRequest) {
                 let _ = reply.send(answer);
             });
         }
+        DataRequest::Metrics { reply } => {
+            let _ = reply.send(crate::metrics::snapshot::take(shard));
+        }
         DataRequest::Group { call, reply } => {
             shard.groups.submit(*call, reply).await;
         }
@@ -237,11 +242,27 @@ enum Started {
     Writing(Pin<Box<dyn Future<Output = Result<AppendInfo, AppendError>>>>),
 }
 
-/// Starts one append on `log`, polling it once so the log assigns its offsets now.
-async fn start_append(log: &Rc<PartitionLog>, batch: Bytes, now_ms: i64) -> Started {
+/// Starts one append on `log` (a partition of `topic`), polling it once so the log
+/// assigns its offsets now. A successful append is counted in the topic's metrics.
+async fn start_append(
+    log: &Rc<PartitionLog>,
+    topic: &TopicName,
+    batch: Bytes,
+    now_ms: i64,
+) -> Started {
     let log = log.clone();
-    let mut append: Pin<Box<dyn Future<Output = _>>> =
-        Box::pin(async move { log.append(batch, now_ms).await });
+    let bytes = batch.len() as u64;
+    let records = crate::protocol::batch::RecordBatchHeader::parse_header(&batch)
+        .map_or(0, |h| h.records_count.max(0) as u64);
+    // A shared handle, not a copy of the name: this is the append path.
+    let topic = topic.clone();
+    let mut append: Pin<Box<dyn Future<Output = _>>> = Box::pin(async move {
+        let r = log.append(batch, now_ms).await;
+        if r.is_ok() {
+            crate::metrics::with(|m| m.appended(&topic, bytes, records));
+        }
+        r
+    });
     match future::poll_once(&mut append).await {
         Some(r) => Started::Done(finish(r)),
         None => Started::Writing(append),

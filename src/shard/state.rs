@@ -224,7 +224,10 @@ impl Shard {
     async fn deliver(self: &Rc<Self>, to: ShardId, message: ShardMessage) {
         if to == self.id {
             super::serve::execute(self, message).await;
-        } else if let Err(message) = self.senders.send_to(to, message).await {
+        } else if let Err(message) = {
+            crate::metrics::with(|m| m.mesh_sent(to));
+            self.senders.send_to(to, message).await
+        } {
             // The mesh only closes at shutdown; the dropped reply sender tells the
             // waiting task (it sees a cancelled reply and answers with an error).
             tracing::debug!(to, ?message, "mesh send failed during shutdown");
@@ -253,6 +256,8 @@ impl Shard {
         }
         let catalog = Rc::new(catalog);
         *self.catalog.borrow_mut() = catalog.clone();
+        // Deleted topics' counters go with them (a topic created again starts at zero).
+        crate::metrics::with(|m| m.retain_topics(|name| catalog.topic(name).is_some()));
 
         let stale: Vec<((String, i32), Rc<OwnedLog>)> = self
             .logs

@@ -64,6 +64,9 @@ class Broker:
         self.bootstrap = f"{self.host}:{self.port}"
         self.cores = cores
         self.extra_args = list(extra_args)
+        # Every test broker gets its own metrics endpoint (the default port would be
+        # taken by whichever broker started first).
+        self.metrics_port = free_port()
         self.proc: Optional[subprocess.Popen] = None
         self.runs = 0
         self.stderr_paths: List[Path] = []
@@ -78,8 +81,21 @@ class Broker:
             "--listen", self.bootstrap,
             "--data-dir", str(self.data_dir),
             "--cores", str(self.cores),
+            *([] if any(a.startswith("--metrics-listen") for a in self.extra_args)
+              else ["--metrics-listen", f"127.0.0.1:{self.metrics_port}"]),
             *self.extra_args,
         ]
+
+    def http_get(self, path: str, timeout: float = 10.0) -> Tuple[int, str, str]:
+        """GET `path` from the broker's metrics endpoint: (status, content type, body)."""
+        import urllib.error
+        import urllib.request
+        url = f"http://127.0.0.1:{self.metrics_port}{path}"
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as r:
+                return r.status, r.headers.get("Content-Type", ""), r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers.get("Content-Type", ""), e.read().decode()
 
     @property
     def stderr_path(self) -> Path:

@@ -1,0 +1,431 @@
+//! The Prometheus text exposition (format 0.0.4) of the gathered snapshots, written
+//! with the `prometheus-client` crate's encoder. Every series name and label is listed
+//! in the README's "Metrics" section.
+
+use std::collections::BTreeMap;
+
+use kafka_protocol::messages::ApiKey;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+
+use super::errors::error_name;
+use super::latency::ExportedLatency;
+use super::shard::{Phase, TopicCounts};
+use super::snapshot::ShardSnapshot;
+
+/// Broker-wide values read by the scraping shard.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BrokerGauges {
+    /// Free and total bytes of the filesystem holding the data dir (`statvfs`; -1 when
+    /// it cannot be read).
+    pub data_dir_free_bytes: i64,
+    pub data_dir_total_bytes: i64,
+}
+
+/// Everything one scrape shows.
+#[derive(Debug, Clone, Default)]
+pub struct Scrape {
+    pub shards: Vec<ShardSnapshot>,
+    pub broker: BrokerGauges,
+}
+
+/// The text exposition of `scrape`.
+pub fn render(scrape: Scrape) -> String {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(scrape));
+    let mut out = String::with_capacity(64 * 1024);
+    // Writing into a String cannot fail; an encoder error would be a bug in a label.
+    if let Err(e) = prometheus_client::encoding::prometheus_text::encode(&mut out, &registry) {
+        tracing::error!(error = %e, "encoding the metrics failed");
+    }
+    out
+}
+
+/// The `api` label: Kafka's request name (`Produce`, `Fetch`, ...).
+fn api_name(key: i16) -> String {
+    match ApiKey::try_from(key) {
+        Ok(api) => format!("{api:?}"),
+        Err(()) => key.to_string(),
+    }
+}
+
+type Labels = Vec<(&'static str, String)>;
+
+fn counters<V: prometheus_client::encoding::EncodeCounterValue + Copy>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    series: impl IntoIterator<Item = (Labels, V)>,
+) -> std::fmt::Result {
+    let mut metric = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+    for (labels, v) in series {
+        ConstCounter::new(v).encode(metric.encode_family(&labels)?)?;
+    }
+    Ok(())
+}
+
+fn gauges<V: prometheus_client::encoding::EncodeGaugeValue + Copy>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    series: impl IntoIterator<Item = (Labels, V)>,
+) -> std::fmt::Result {
+    let mut metric = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+    for (labels, v) in series {
+        ConstGauge::new(v).encode(metric.encode_family(&labels)?)?;
+    }
+    Ok(())
+}
+
+fn histograms(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    series: impl IntoIterator<Item = (Labels, ExportedLatency)>,
+) -> std::fmt::Result {
+    let mut metric = encoder.encode_descriptor(name, help, None, MetricType::Histogram)?;
+    for (labels, h) in series {
+        // The encoder sums per-bucket counts itself: hand it the increments.
+        let mut before = 0;
+        let buckets: Vec<(f64, u64)> = h
+            .buckets
+            .iter()
+            .map(|&(bound, cumulative)| {
+                let n = cumulative.saturating_sub(before);
+                before = cumulative;
+                (bound, n)
+            })
+            .collect();
+        metric
+            .encode_family(&labels)?
+            .encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+                h.sum_seconds,
+                h.count,
+                &buckets,
+                None,
+            )?;
+    }
+    Ok(())
+}
+
+fn shard_label(s: &ShardSnapshot) -> Labels {
+    vec![("shard", s.shard.to_string())]
+}
+
+impl Collector for Scrape {
+    fn encode(&self, mut e: DescriptorEncoder) -> std::fmt::Result {
+        let shards = &self.shards;
+        let e = &mut e;
+        gauges(
+            e,
+            "shardlog_shards",
+            "Shards (cores) the broker runs.",
+            [(vec![], shards.len() as i64)],
+        )?;
+
+        // Requests.
+        let per_api = || shards.iter().flat_map(|s| s.counters.apis.iter().map(move |a| (s, a)));
+        counters(
+            e,
+            "shardlog_requests",
+            "Requests answered, by shard, API and version.",
+            per_api().flat_map(|(s, a)| {
+                a.by_version.iter().map(move |&(v, n)| {
+                    (
+                        vec![
+                            ("shard", s.shard.to_string()),
+                            ("api", api_name(a.api_key)),
+                            ("version", v.to_string()),
+                        ],
+                        n,
+                    )
+                })
+            }),
+        )?;
+        counters(
+            e,
+            "shardlog_request_errors",
+            "Error codes in responses (one per partition, group or topic that carries one), \
+             by shard, API and Kafka error name.",
+            per_api().flat_map(|(s, a)| {
+                a.errors.iter().map(move |&(code, n)| {
+                    (
+                        vec![
+                            ("shard", s.shard.to_string()),
+                            ("api", api_name(a.api_key)),
+                            ("error", error_name(code)),
+                        ],
+                        n,
+                    )
+                })
+            }),
+        )?;
+        histograms(
+            e,
+            "shardlog_request_duration_seconds",
+            "Time of a request in each phase (queue: frame read to handling; handle: to \
+             response ready, in connection order; send: encoding and writing), by shard and API.",
+            per_api().flat_map(|(s, a)| {
+                Phase::ALL.iter().filter_map(move |&phase| {
+                    let h = a.latency.get(phase as usize)?.clone();
+                    Some((
+                        vec![
+                            ("shard", s.shard.to_string()),
+                            ("api", api_name(a.api_key)),
+                            ("phase", phase.name().to_string()),
+                        ],
+                        h,
+                    ))
+                })
+            }),
+        )?;
+
+        // Topics, summed over shards.
+        let mut topics: BTreeMap<&str, TopicCounts> = BTreeMap::new();
+        for (name, c) in shards.iter().flat_map(|s| &s.counters.topics) {
+            let t = topics.entry(name.as_str()).or_default();
+            t.bytes_in += c.bytes_in;
+            t.records_in += c.records_in;
+            t.bytes_out += c.bytes_out;
+            t.records_out += c.records_out;
+        }
+        let per_topic = |f: fn(&TopicCounts) -> u64| {
+            topics.iter().map(move |(name, c)| (vec![("topic", name.to_string())], f(c)))
+        };
+        counters(
+            e,
+            "shardlog_topic_bytes_in",
+            "Record batch bytes appended, by topic.",
+            per_topic(|c| c.bytes_in),
+        )?;
+        counters(
+            e,
+            "shardlog_topic_records_in",
+            "Records appended, by topic.",
+            per_topic(|c| c.records_in),
+        )?;
+        counters(
+            e,
+            "shardlog_topic_bytes_out",
+            "Record batch bytes sent in Fetch responses, by topic.",
+            per_topic(|c| c.bytes_out),
+        )?;
+        counters(
+            e,
+            "shardlog_topic_records_out",
+            "Records in the batches sent in Fetch responses, by topic.",
+            per_topic(|c| c.records_out),
+        )?;
+
+        // Connections, mesh, executor.
+        counters(
+            e,
+            "shardlog_connections_accepted",
+            "Client connections accepted, by shard.",
+            shards.iter().map(|s| (shard_label(s), s.counters.connections.accepted)),
+        )?;
+        counters(
+            e,
+            "shardlog_connections_closed",
+            "Client connections closed, by shard.",
+            shards.iter().map(|s| (shard_label(s), s.counters.connections.closed)),
+        )?;
+        gauges(
+            e,
+            "shardlog_connections_open",
+            "Client connections open, by shard.",
+            shards.iter().map(|s| {
+                let c = s.counters.connections;
+                (shard_label(s), c.accepted.saturating_sub(c.closed) as i64)
+            }),
+        )?;
+        let pairs = |f: fn(&ShardSnapshot) -> &Vec<u64>| {
+            shards.iter().flat_map(move |s| {
+                // A shard's messages to itself are run in place, never sent.
+                f(s).iter().enumerate().filter(move |&(peer, _)| peer != s.shard).map(
+                    move |(peer, &n)| {
+                        (vec![("shard", s.shard.to_string()), ("peer", peer.to_string())], n)
+                    },
+                )
+            })
+        };
+        counters(
+            e,
+            "shardlog_mesh_messages_sent",
+            "Cross-shard messages sent, by shard and destination shard.",
+            pairs(|s| &s.counters.mesh.sent),
+        )?;
+        counters(
+            e,
+            "shardlog_mesh_messages_received",
+            "Cross-shard messages received, by shard and sending shard.",
+            pairs(|s| &s.counters.mesh.received),
+        )?;
+        counters(
+            e,
+            "shardlog_executor_busy_seconds",
+            "Time the shard's executor spent running tasks, by shard.",
+            shards.iter().map(|s| (shard_label(s), s.counters.executor.busy_seconds)),
+        )?;
+        counters(
+            e,
+            "shardlog_executor_busy_with_io_seconds",
+            "Time the shard's executor spent running tasks and polling io, by shard.",
+            shards.iter().map(|s| (shard_label(s), s.counters.executor.busy_with_io_seconds)),
+        )?;
+        counters(
+            e,
+            "shardlog_executor_tasks",
+            "Tasks run by the shard's executor, by shard.",
+            shards.iter().map(|s| (shard_label(s), s.counters.executor.tasks_executed)),
+        )?;
+        counters(
+            e,
+            "shardlog_executor_scheduler_runs",
+            "Times the shard's scheduler picked a task queue, by shard.",
+            shards.iter().map(|s| (shard_label(s), s.counters.executor.scheduler_runs)),
+        )?;
+
+        // Storage.
+        let per_shard = |f: fn(&ShardSnapshot) -> u64| {
+            shards.iter().map(move |s| (shard_label(s), f(s) as i64))
+        };
+        gauges(
+            e,
+            "shardlog_partitions",
+            "Data partitions with an open log, by owning shard.",
+            per_shard(|s| s.partitions),
+        )?;
+        gauges(
+            e,
+            "shardlog_partitions_offline",
+            "Owned partitions whose log could not be opened (answered with \
+             KAFKA_STORAGE_ERROR), by shard.",
+            per_shard(|s| s.offline_partitions),
+        )?;
+        gauges(
+            e,
+            "shardlog_log_size_bytes",
+            "Bytes of record batches in the data partitions' logs, by owning shard.",
+            per_shard(|s| s.log_bytes),
+        )?;
+        gauges(
+            e,
+            "shardlog_cache_used_bytes",
+            "Bytes in the shard's batch cache.",
+            per_shard(|s| s.cache_used_bytes),
+        )?;
+        gauges(
+            e,
+            "shardlog_cache_budget_bytes",
+            "The shard's batch cache budget (its share of --cache-bytes).",
+            per_shard(|s| s.cache_budget_bytes),
+        )?;
+        gauges(
+            e,
+            "shardlog_data_dir_free_bytes",
+            "Bytes free on the filesystem holding the data dir (-1: unknown).",
+            [(vec![], self.broker.data_dir_free_bytes)],
+        )?;
+        gauges(
+            e,
+            "shardlog_data_dir_size_bytes",
+            "Size of the filesystem holding the data dir (-1: unknown).",
+            [(vec![], self.broker.data_dir_total_bytes)],
+        )?;
+
+        // Groups.
+        let groups = || shards.iter().flat_map(|s| &s.groups);
+        let mut by_state: BTreeMap<(&str, &str), i64> = BTreeMap::new();
+        for g in groups() {
+            *by_state.entry((g.group_type, g.state.as_str())).or_default() += 1;
+        }
+        gauges(
+            e,
+            "shardlog_consumer_groups",
+            "Consumer groups, by group type (classic, consumer) and state.",
+            by_state.into_iter().map(|((ty, state), n)| {
+                (vec![("type", ty.to_string()), ("state", state.to_string())], n)
+            }),
+        )?;
+        gauges(
+            e,
+            "shardlog_consumer_group_members",
+            "Members of each consumer group.",
+            groups().map(|g| (vec![("group", g.group_id.clone())], g.members as i64)),
+        )?;
+        Ok(())
+    }
+}
+
+/// Reads the free and total bytes of the filesystem holding `dir` (-1 each on error).
+pub fn data_dir_gauges(dir: &std::path::Path) -> BrokerGauges {
+    match nix::sys::statvfs::statvfs(dir) {
+        Ok(s) => {
+            let frag = s.fragment_size() as i64;
+            BrokerGauges {
+                data_dir_free_bytes: s.blocks_available() as i64 * frag,
+                data_dir_total_bytes: s.blocks() as i64 * frag,
+            }
+        }
+        Err(_) => BrokerGauges { data_dir_free_bytes: -1, data_dir_total_bytes: -1 },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::coordinator::GroupSummary;
+    use crate::metrics::shard::ShardMetrics;
+    use std::time::Duration;
+
+    #[test]
+    fn a_scrape_renders_counters_gauges_and_histograms() {
+        let m = ShardMetrics::default();
+        let t = [Duration::from_micros(30), Duration::from_millis(2), Duration::from_micros(70)];
+        m.request(ApiKey::Produce, 9, t, &[6]);
+        m.appended("orders", 4096, 10);
+        m.mesh_sent(0);
+        m.mesh_sent(1);
+        let shard = ShardSnapshot {
+            shard: 0,
+            counters: m.counters(),
+            partitions: 3,
+            groups: vec![GroupSummary {
+                group_id: "g".into(),
+                group_type: "classic",
+                state: "Stable".into(),
+                members: 2,
+            }],
+            ..Default::default()
+        };
+        let text = render(Scrape {
+            shards: vec![shard],
+            broker: BrokerGauges { data_dir_free_bytes: 5, data_dir_total_bytes: 9 },
+        });
+        for line in [
+            "# TYPE shardlog_requests_total counter",
+            r#"shardlog_requests_total{shard="0",api="Produce",version="9"} 1"#,
+            r#"shardlog_request_errors_total{shard="0",api="Produce",error="NOT_LEADER_OR_FOLLOWER"} 1"#,
+            r#"shardlog_request_duration_seconds_bucket{shard="0",api="Produce",phase="handle",le="0.001"} 0"#,
+            r#"shardlog_request_duration_seconds_bucket{shard="0",api="Produce",phase="handle",le="0.0025"} 1"#,
+            r#"shardlog_request_duration_seconds_bucket{shard="0",api="Produce",phase="handle",le="+Inf"} 1"#,
+            r#"shardlog_request_duration_seconds_sum{shard="0",api="Produce",phase="handle"} 0.002"#,
+            r#"shardlog_topic_bytes_in_total{topic="orders"} 4096"#,
+            r#"shardlog_topic_records_in_total{topic="orders"} 10"#,
+            r#"shardlog_mesh_messages_sent_total{shard="0",peer="1"} 1"#,
+            r#"shardlog_partitions{shard="0"} 3"#,
+            r#"shardlog_consumer_groups{type="classic",state="Stable"} 1"#,
+            r#"shardlog_consumer_group_members{group="g"} 2"#,
+            "shardlog_data_dir_free_bytes 5",
+        ] {
+            assert!(text.lines().any(|l| l == line), "missing {line:?} in:\n{text}");
+        }
+        // A shard's messages to itself are not series.
+        assert!(!text.contains(r#"peer="0""#), "{text}");
+    }
+}

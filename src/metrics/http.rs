@@ -1,0 +1,175 @@
+//! The metrics listener (`--metrics-listen`): `/metrics` (Prometheus text format),
+//! `/healthz` and `/readyz`, served with hyper's HTTP/1 server on the control shard.
+//! A scrape asks every shard for its [`ShardSnapshot`] over the mesh and renders
+//! them; no shard shares a counter with another.
+
+use std::convert::Infallible;
+use std::os::fd::{FromRawFd, IntoRawFd};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_channel::oneshot;
+use futures_lite::{AsyncRead, AsyncWrite};
+use glommio::net::{TcpListener, TcpStream};
+use http_body_util::Full;
+use hyper::{Method, Request, Response, StatusCode};
+
+use super::encode::{data_dir_gauges, render, Scrape};
+use super::snapshot::{take, ShardSnapshot};
+use crate::shard::{DataRequest, Shard};
+use crate::shutdown::{Shutdown, Startup};
+
+/// Longest a scrape waits for one shard's snapshot before rendering without it.
+const SHARD_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Longest one HTTP connection may stay open (a client that stalls mid-request is
+/// dropped after this).
+const CONNECTION_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The text exposition's content type (Prometheus text format 0.0.4).
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Binds `addr` without SO_REUSEPORT, so that a second broker on the same machine
+/// cannot silently share (and answer half of) the scrapes.
+pub fn bind(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
+    let std_listener = std::net::TcpListener::bind(addr)?;
+    // SAFETY: the fd comes from a listening socket we own and hand over whole.
+    Ok(unsafe { TcpListener::from_raw_fd(std_listener.into_raw_fd()) })
+}
+
+/// Serves the metrics listener until `stop` resolves. Lives on the control shard.
+pub async fn run(shard: Rc<Shard>, listener: TcpListener, startup: Startup, stop: Shutdown) {
+    loop {
+        let accepted = futures_lite::future::or(async { Some(listener.accept().await) }, async {
+            stop.clone().requested().await;
+            None
+        })
+        .await;
+        let stream = match accepted {
+            None => return,
+            Some(Ok(stream)) => stream,
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "metrics listener: accept failed");
+                glommio::timer::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let shard = shard.clone();
+        let (startup, stop) = (startup.clone(), stop.clone());
+        glommio::spawn_local(async move {
+            let service = hyper::service::service_fn(move |req| {
+                let (shard, startup, stop) = (shard.clone(), startup.clone(), stop.clone());
+                async move { Ok::<_, Infallible>(answer(&shard, &startup, &stop, req).await) }
+            });
+            let conn = hyper::server::conn::http1::Builder::new()
+                .keep_alive(true)
+                .serve_connection(Io(stream), service);
+            match glommio::timer::timeout(CONNECTION_TIMEOUT, async { Ok(conn.await) }).await {
+                Ok(Err(e)) => tracing::debug!(error = %e, "metrics connection failed"),
+                Err(_) => tracing::debug!("metrics connection closed after its time limit"),
+                Ok(Ok(())) => {}
+            }
+        })
+        .detach();
+    }
+}
+
+/// Whether every shard has recovered its logs and serves (and no shutdown began).
+fn ready(shard: &Shard, startup: &Startup, stop: &Shutdown) -> bool {
+    startup.all_ready(shard.nr_shards) && !stop.is_requested()
+}
+
+async fn answer(
+    shard: &Rc<Shard>,
+    startup: &Startup,
+    stop: &Shutdown,
+    req: Request<hyper::body::Incoming>,
+) -> Response<Full<Bytes>> {
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        return text(StatusCode::METHOD_NOT_ALLOWED, "only GET\n");
+    }
+    match req.uri().path() {
+        "/metrics" => {
+            let body = render(gather(shard).await);
+            let mut r = Response::new(Full::new(Bytes::from(body)));
+            r.headers_mut().insert(
+                hyper::header::CONTENT_TYPE,
+                hyper::header::HeaderValue::from_static(CONTENT_TYPE),
+            );
+            r
+        }
+        "/healthz" => text(StatusCode::OK, "ok\n"),
+        "/readyz" if ready(shard, startup, stop) => text(StatusCode::OK, "ready\n"),
+        "/readyz" => text(StatusCode::SERVICE_UNAVAILABLE, "not ready\n"),
+        _ => text(StatusCode::NOT_FOUND, "not found: try /metrics, /healthz or /readyz\n"),
+    }
+}
+
+fn text(status: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
+    *r.status_mut() = status;
+    r
+}
+
+/// Every shard's snapshot (this one's taken here), in shard order; a shard that does
+/// not answer within [`SHARD_TIMEOUT`] (shutting down) is left out.
+pub async fn gather(shard: &Rc<Shard>) -> Scrape {
+    let mut waits = Vec::with_capacity(shard.nr_shards);
+    for to in (0..shard.nr_shards).filter(|&to| to != shard.id) {
+        let (reply, rx) = oneshot::channel();
+        shard.send(to, DataRequest::Metrics { reply }).await;
+        waits.push((to, rx));
+    }
+    let mut shards: Vec<ShardSnapshot> = vec![take(shard)];
+    for (to, rx) in waits {
+        match glommio::timer::timeout(SHARD_TIMEOUT, async { Ok(rx.await) }).await {
+            Ok(Ok(s)) => shards.push(s),
+            _ => tracing::debug!(shard = to, "no metrics snapshot from shard"),
+        }
+    }
+    shards.sort_by_key(|s| s.shard);
+    Scrape { shards, broker: data_dir_gauges(&shard.config.data_dir) }
+}
+
+/// glommio's stream as hyper's runtime I/O.
+struct Io(TcpStream);
+
+impl hyper::rt::Read for Io {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        mut buf: hyper::rt::ReadBufCursor<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let mut chunk = [0u8; 4096];
+        let want = buf.remaining().min(chunk.len());
+        match Pin::new(&mut self.0).poll_read(cx, &mut chunk[..want]) {
+            Poll::Ready(Ok(n)) => {
+                buf.put_slice(&chunk[..n]);
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl hyper::rt::Write for Io {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.0).poll_close(cx)
+    }
+}

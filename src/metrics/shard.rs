@@ -1,0 +1,281 @@
+//! [`ShardMetrics`]: the counters and histograms one shard keeps about itself.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::time::Duration;
+
+use kafka_protocol::messages::ApiKey;
+
+use super::latency::{ExportedLatency, Latency};
+
+/// The phases of a request's life that are timed, in order.
+///
+/// - `Queue`: from the whole frame being read to the start of its handling (waits for
+///   the shard's request budget and for earlier requests a catalog change must follow);
+/// - `Handle`: from there until its response is ready to be written (this includes
+///   waiting for the responses before it on the connection, which leave in order);
+/// - `Send`: encoding and writing the response into the socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Queue = 0,
+    Handle = 1,
+    Send = 2,
+}
+
+impl Phase {
+    pub const ALL: [Phase; 3] = [Phase::Queue, Phase::Handle, Phase::Send];
+
+    /// The `phase` label value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Queue => "queue",
+            Phase::Handle => "handle",
+            Phase::Send => "send",
+        }
+    }
+}
+
+/// Counters of one API on one shard.
+#[derive(Debug, Default)]
+struct ApiCounters {
+    /// Requests by version.
+    by_version: HashMap<i16, u64>,
+    /// Error codes (other than NONE) found in responses, by code.
+    errors: HashMap<i16, u64>,
+    latency: [Latency; 3],
+}
+
+/// Bytes and records of one topic moved by one shard.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct TopicCounts {
+    /// Record batch bytes appended (produce, after validation; counted by the owning
+    /// shard once the append succeeded).
+    pub bytes_in: u64,
+    /// Records in those batches.
+    pub records_in: u64,
+    /// Record batch bytes sent in Fetch responses (counted by the connection's shard).
+    pub bytes_out: u64,
+    /// Records in those batches (whole batches: a batch that starts before the fetch
+    /// offset counts all its records, as it is all sent).
+    pub records_out: u64,
+}
+
+/// Everything one shard counts about itself. Lives on that shard's core only
+/// (reached through [`super::with`]); never shared, so the data path updates it
+/// without atomics. A scrape gathers a [`Counters`] copy from every shard over the mesh.
+#[derive(Debug, Default)]
+pub struct ShardMetrics {
+    apis: RefCell<HashMap<i16, ApiCounters>>,
+    topics: RefCell<HashMap<String, TopicCounts>>,
+    connections: RefCell<ConnectionCounts>,
+    /// Messages sent to (index = peer shard) and received from each shard.
+    mesh: RefCell<MeshCounts>,
+    /// Executor statistics summed over scrapes (glommio hands out deltas).
+    executor: RefCell<ExecutorCounts>,
+}
+
+/// Connections accepted and closed by one shard.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionCounts {
+    pub accepted: u64,
+    pub closed: u64,
+}
+
+/// Cross-shard messages of one shard, by peer.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct MeshCounts {
+    pub sent: Vec<u64>,
+    pub received: Vec<u64>,
+}
+
+/// Executor time and work of one shard.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct ExecutorCounts {
+    /// Time spent running tasks, seconds (glommio's `executor_runtime`).
+    pub busy_seconds: f64,
+    /// Time running tasks plus polling io, seconds (glommio's `total_runtime`).
+    pub busy_with_io_seconds: f64,
+    /// Times the scheduler picked a task queue.
+    pub scheduler_runs: u64,
+    pub tasks_executed: u64,
+}
+
+/// One API's counters as they cross to the scraping shard.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ApiSnapshot {
+    pub api_key: i16,
+    /// `(version, requests)`, by version.
+    pub by_version: Vec<(i16, u64)>,
+    /// `(error code, responses carrying it)`, by code.
+    pub errors: Vec<(i16, u64)>,
+    /// One per [`Phase`], in [`Phase::ALL`] order.
+    pub latency: Vec<ExportedLatency>,
+}
+
+/// A copy of one shard's counters, made on that shard for a scrape (`Send`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Counters {
+    pub apis: Vec<ApiSnapshot>,
+    /// `(topic, counts)`, by topic name.
+    pub topics: Vec<(String, TopicCounts)>,
+    pub connections: ConnectionCounts,
+    pub mesh: MeshCounts,
+    pub executor: ExecutorCounts,
+}
+
+impl ShardMetrics {
+    /// Counts one answered request of `api` at `version`: its time in each [`Phase`]
+    /// and the error codes its response carries (see [`super::errors`]).
+    pub fn request(&self, api: ApiKey, version: i16, phases: [Duration; 3], errors: &[i16]) {
+        let mut apis = self.apis.borrow_mut();
+        let c = apis.entry(api as i16).or_default();
+        *c.by_version.entry(version).or_default() += 1;
+        for (latency, d) in c.latency.iter_mut().zip(phases) {
+            latency.record(d);
+        }
+        for &code in errors {
+            *c.errors.entry(code).or_default() += 1;
+        }
+    }
+
+    /// Counts record batches of `topic` appended on this (owning) shard.
+    pub fn appended(&self, topic: &str, bytes: u64, records: u64) {
+        self.topic(topic, |t| {
+            t.bytes_in += bytes;
+            t.records_in += records;
+        });
+    }
+
+    /// Counts record batches of `topic` put into a Fetch response on this shard.
+    pub fn fetched(&self, topic: &str, bytes: u64, records: u64) {
+        self.topic(topic, |t| {
+            t.bytes_out += bytes;
+            t.records_out += records;
+        });
+    }
+
+    fn topic(&self, topic: &str, f: impl FnOnce(&mut TopicCounts)) {
+        let mut topics = self.topics.borrow_mut();
+        match topics.get_mut(topic) {
+            Some(t) => f(t),
+            None => f(topics.entry(topic.to_string()).or_default()),
+        }
+    }
+
+    /// Keeps the counts of the topics `keep` accepts and forgets the others (deleted
+    /// topics: one created again starts from zero, and old ones do not pile up as
+    /// series).
+    pub fn retain_topics(&self, keep: impl Fn(&str) -> bool) {
+        self.topics.borrow_mut().retain(|name, _| keep(name));
+    }
+
+    pub fn connection_accepted(&self) {
+        self.connections.borrow_mut().accepted += 1;
+    }
+
+    pub fn connection_closed(&self) {
+        self.connections.borrow_mut().closed += 1;
+    }
+
+    /// Counts a message sent to shard `to`.
+    pub fn mesh_sent(&self, to: usize) {
+        bump(&mut self.mesh.borrow_mut().sent, to);
+    }
+
+    /// Counts a message received from shard `from`.
+    pub fn mesh_received(&self, from: usize) {
+        bump(&mut self.mesh.borrow_mut().received, from);
+    }
+
+    /// Adds glommio's executor statistics since the last call (glommio resets them
+    /// when read, so only this reads them).
+    pub fn take_executor_stats(&self) {
+        let s = glommio::executor().executor_stats();
+        let mut e = self.executor.borrow_mut();
+        e.busy_seconds += s.executor_runtime().as_secs_f64();
+        e.busy_with_io_seconds += s.total_runtime().as_secs_f64();
+        e.scheduler_runs += s.scheduler_runs();
+        e.tasks_executed += s.tasks_executed();
+    }
+
+    /// A copy of every counter, sorted (APIs by key, topics by name).
+    pub fn counters(&self) -> Counters {
+        let mut apis: Vec<ApiSnapshot> = self
+            .apis
+            .borrow()
+            .iter()
+            .map(|(&api_key, c)| ApiSnapshot {
+                api_key,
+                by_version: sorted(&c.by_version),
+                errors: sorted(&c.errors),
+                latency: c.latency.iter().map(Latency::export).collect(),
+            })
+            .collect();
+        apis.sort_by_key(|a| a.api_key);
+        let mut topics: Vec<(String, TopicCounts)> =
+            self.topics.borrow().iter().map(|(k, v)| (k.clone(), *v)).collect();
+        topics.sort_by(|a, b| a.0.cmp(&b.0));
+        Counters {
+            apis,
+            topics,
+            connections: *self.connections.borrow(),
+            mesh: self.mesh.borrow().clone(),
+            executor: *self.executor.borrow(),
+        }
+    }
+}
+
+fn bump(v: &mut Vec<u64>, i: usize) {
+    if v.len() <= i {
+        v.resize(i + 1, 0);
+    }
+    v[i] += 1;
+}
+
+fn sorted<K: Copy + Ord>(m: &HashMap<K, u64>) -> Vec<(K, u64)> {
+    let mut v: Vec<(K, u64)> = m.iter().map(|(&k, &n)| (k, n)).collect();
+    v.sort();
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_counted_by_version_and_error() {
+        let m = ShardMetrics::default();
+        let t = [Duration::from_micros(10); 3];
+        m.request(ApiKey::Produce, 9, t, &[]);
+        m.request(ApiKey::Produce, 9, t, &[6, 6]);
+        m.request(ApiKey::Produce, 3, t, &[3]);
+        m.request(ApiKey::Fetch, 12, t, &[]);
+        let c = m.counters();
+        assert_eq!(c.apis.len(), 2);
+        assert_eq!(c.apis[0].api_key, 0);
+        assert_eq!(c.apis[0].by_version, vec![(3, 1), (9, 2)]);
+        assert_eq!(c.apis[0].errors, vec![(3, 1), (6, 2)]);
+        assert_eq!(c.apis[0].latency[Phase::Send as usize].count, 3);
+        assert_eq!(c.apis[1].api_key, 1);
+    }
+
+    #[test]
+    fn topics_and_mesh_are_counted_and_forgotten() {
+        let m = ShardMetrics::default();
+        m.appended("a", 100, 3);
+        m.appended("a", 50, 1);
+        m.fetched("a", 150, 4);
+        m.fetched("b", 10, 1);
+        m.mesh_sent(1);
+        m.mesh_sent(1);
+        m.mesh_received(0);
+        let c = m.counters();
+        let want_a = TopicCounts { bytes_in: 150, records_in: 4, bytes_out: 150, records_out: 4 };
+        assert_eq!(c.topics[0], ("a".to_string(), want_a));
+        assert_eq!(c.topics[1].1.records_out, 1);
+        assert_eq!(c.mesh.sent, vec![0, 2]);
+        assert_eq!(c.mesh.received, vec![1]);
+        m.retain_topics(|t| t != "a");
+        assert_eq!(m.counters().topics.len(), 1);
+    }
+}

@@ -1,0 +1,49 @@
+//! [`ShardSnapshot`]: what one shard reports to a scrape, made on that shard.
+
+use std::rc::Rc;
+
+use super::shard::Counters;
+use crate::coordinator::GroupSummary;
+use crate::shard::Shard;
+
+/// One shard's counters plus the gauges read at scrape time. Made on the shard it
+/// describes and sent (it is `Send`) to the shard serving the scrape.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ShardSnapshot {
+    pub shard: usize,
+    pub counters: Counters,
+    /// Data partitions this shard owns with an open log.
+    pub partitions: u64,
+    /// Owned partitions whose log could not be opened (served as KAFKA_STORAGE_ERROR).
+    pub offline_partitions: u64,
+    /// Bytes of record batches in those logs (data partitions only).
+    pub log_bytes: u64,
+    /// Bytes of batches in the shard's batch cache, and its budget.
+    pub cache_used_bytes: u64,
+    pub cache_budget_bytes: u64,
+    /// The groups this shard coordinates.
+    pub groups: Vec<GroupSummary>,
+}
+
+/// Reads this shard's counters and gauges (on `shard`'s own core).
+pub fn take(shard: &Rc<Shard>) -> ShardSnapshot {
+    let counters = super::with(|m| {
+        m.take_executor_stats();
+        m.counters()
+    });
+    let logs = shard.owned_logs();
+    let (cache_used_bytes, cache_budget_bytes) = {
+        let cache = shard.cache.borrow();
+        (cache.used() as u64, cache.budget() as u64)
+    };
+    ShardSnapshot {
+        shard: shard.id,
+        counters,
+        partitions: logs.len() as u64,
+        offline_partitions: shard.open_failures().len() as u64,
+        log_bytes: logs.iter().map(|(_, l)| l.log.size_bytes()).sum(),
+        cache_used_bytes,
+        cache_budget_bytes,
+        groups: shard.groups.summaries(),
+    }
+}

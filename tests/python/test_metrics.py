@@ -1,0 +1,189 @@
+"""The metrics endpoint (`--metrics-listen`, issue 13): a scrape during a real
+produce / consume / group run counts exactly what the clients did, and the whole
+output is accepted by the Prometheus project's own text-format parser
+(`prometheus_client.parser`).
+
+Counts are asserted exactly where the clients make them exact: records appended and
+fetched (one consumer reading each record once), bytes appended (equal to the bytes
+stored, which the broker reports separately), raw requests sent on a socket, the
+error codes of hand-made requests, the group's state and members.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+from typing import Dict, Tuple
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from helpers import (Reader, enc_str, frame, raw_connect, recv_frame, request_header_v1,
+                     wait_until)
+
+TOPIC = "metrics-topic"
+GROUP = "metrics-group"
+RECORDS = 2000
+
+
+Samples = Dict[Tuple[str, Tuple[Tuple[str, str], ...]], float]
+
+
+def scrape(broker) -> Samples:
+    """Every sample of /metrics by (name, sorted labels); the parser must accept all."""
+    status, content_type, body = broker.http_get("/metrics")
+    assert status == 200, body
+    assert content_type.startswith("text/plain; version=0.0.4"), content_type
+    samples: Samples = {}
+    for family in text_string_to_metric_families(body):
+        for s in family.samples:
+            samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return samples
+
+
+def total(samples: Samples, name: str, **labels: str) -> float:
+    """Sum of `name` over the samples whose labels include `labels`."""
+    return sum(v for (n, ls), v in samples.items()
+               if n == name and all((k, want) in ls for k, want in labels.items()))
+
+
+def create_topic(bootstrap: str, partitions: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    fs = admin.create_topics([NewTopic(TOPIC, num_partitions=partitions, replication_factor=1)],
+                             operation_timeout=30)
+    fs[TOPIC].result(30)
+
+
+def test_health_and_readiness(broker):
+    assert broker.http_get("/healthz")[0] == 200
+    status, _, body = broker.http_get("/readyz")
+    assert (status, body) == (200, "ready\n")
+    assert broker.http_get("/nope")[0] == 404
+
+
+def test_a_scrape_counts_what_the_clients_did(broker):
+    from confluent_kafka import Consumer, Producer
+    create_topic(broker.bootstrap, partitions=4)
+    before = scrape(broker)
+    assert total(before, "shardlog_shards") == 2
+    assert total(before, "shardlog_topic_records_in_total", topic=TOPIC) == 0
+
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5,
+                         "compression.type": "lz4"})
+    for i in range(RECORDS):
+        producer.produce(TOPIC, key=str(i % 97).encode(), value=(b"v%05d" % i) * 20,
+                         partition=i % 4)
+    assert producer.flush(30) == 0
+
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": GROUP,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([TOPIC])
+    got = 0
+    deadline = time.monotonic() + 60
+    while got < RECORDS and time.monotonic() < deadline:
+        m = consumer.poll(1.0)
+        if m is not None and m.error() is None:
+            got += 1
+    assert got == RECORDS
+    consumer.commit(asynchronous=False)
+
+    s = scrape(broker)
+    assert total(s, "shardlog_topic_records_in_total", topic=TOPIC) == RECORDS
+    # Every byte appended is stored (no retention, no compaction on this topic).
+    bytes_in = total(s, "shardlog_topic_bytes_in_total", topic=TOPIC)
+    assert bytes_in == total(s, "shardlog_log_size_bytes") > RECORDS * 5
+    # One consumer from offset 0 fetches every batch once.
+    assert total(s, "shardlog_topic_records_out_total", topic=TOPIC) == RECORDS
+    assert total(s, "shardlog_topic_bytes_out_total", topic=TOPIC) == bytes_in
+    assert total(s, "shardlog_partitions") == 4
+
+    # Every answered request is in its API's histograms, once per phase.
+    for api in ("Produce", "Fetch", "Metadata", "OffsetCommit", "JoinGroup", "SyncGroup"):
+        n = total(s, "shardlog_requests_total", api=api)
+        assert n >= 1, api
+        for phase in ("queue", "handle", "send"):
+            count = total(s, "shardlog_request_duration_seconds_count", api=api, phase=phase)
+            assert count == n, (api, phase)
+            assert total(s, "shardlog_request_duration_seconds_bucket", api=api, phase=phase,
+                         le="+Inf") == n
+
+    # The group is Stable with its one member while the consumer is in it.
+    assert total(s, "shardlog_consumer_groups", type="classic", state="Stable") == 1
+    assert total(s, "shardlog_consumer_group_members", group=GROUP) == 1
+    assert total(s, "shardlog_connections_open") >= 2
+    assert total(s, "shardlog_data_dir_free_bytes") > 0
+    assert total(s, "shardlog_executor_busy_seconds_total") > 0
+
+    consumer.close()
+    wait_until(lambda: total(scrape(broker), "shardlog_consumer_groups", type="classic",
+                             state="Empty") == 1, 30, what="the group to be Empty")
+    s = scrape(broker)
+    assert total(s, "shardlog_consumer_group_members", group=GROUP) == 0
+
+
+def api_versions_v0(sock: socket.socket, correlation_id: int) -> None:
+    sock.sendall(frame(request_header_v1(18, 0, correlation_id)))
+    r = Reader(recv_frame(sock))
+    assert r.i32() == correlation_id
+    assert r.i16() == 0
+
+
+def test_raw_requests_and_their_errors_are_counted_exactly(broker):
+    before = scrape(broker)
+    with raw_connect(broker.bootstrap) as sock:
+        for i in range(5):
+            api_versions_v0(sock, i)
+        # Metadata v1 for two invalid topic names: two INVALID_TOPIC_EXCEPTION codes.
+        body = struct.pack(">i", 2) + enc_str("bad name!") + enc_str("also bad?")
+        sock.sendall(frame(request_header_v1(3, 1, 99) + body))
+        r = Reader(recv_frame(sock))
+        assert r.i32() == 99
+    after = scrape(broker)
+
+    def delta(name: str, **labels: str) -> float:
+        return total(after, name, **labels) - total(before, name, **labels)
+
+    assert delta("shardlog_requests_total", api="ApiVersions", version="0") == 5
+    assert delta("shardlog_requests_total", api="Metadata", version="1") == 1
+    assert delta("shardlog_request_errors_total", api="Metadata",
+                 error="INVALID_TOPIC_EXCEPTION") == 2
+    assert delta("shardlog_request_errors_total", api="ApiVersions") == 0
+    wait_until(lambda: total(scrape(broker), "shardlog_connections_closed_total")
+               == total(scrape(broker), "shardlog_connections_accepted_total"), 10,
+               what="the raw connection to be counted closed")
+
+
+def test_deleted_topics_leave_the_metrics(broker):
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient
+    create_topic(broker.bootstrap, partitions=2)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(10):
+        producer.produce(TOPIC, value=b"x", partition=i % 2)
+    assert producer.flush(30) == 0
+    assert total(scrape(broker), "shardlog_topic_records_in_total", topic=TOPIC) == 10
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.delete_topics([TOPIC], operation_timeout=30)[TOPIC].result(30)
+    wait_until(lambda: ("shardlog_topic_records_in_total", (("topic", TOPIC),))
+               not in scrape(broker), 10, what="the deleted topic's series to go")
+
+
+def test_a_taken_metrics_port_does_not_stop_the_broker(broker_factory):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        b = broker_factory(f"--metrics-listen=127.0.0.1:{port}")
+        from helpers import raw_api_versions
+        assert 18 in raw_api_versions(b.bootstrap)
+        log = b.stderr_path.read_text()
+        assert "cannot listen for metrics; running without the metrics endpoint" in log
+
+
+def test_an_empty_metrics_listen_turns_the_endpoint_off(broker_factory):
+    b = broker_factory("--metrics-listen=")
+    log = b.stderr_path.read_text()
+    assert "metrics endpoint" not in log
+    assert "cannot listen for metrics" not in log
