@@ -146,9 +146,13 @@ class Shardlog(Broker):
     name = "shardlog"
 
     def prepare(self):
+        self.metrics_port = free_port()
+        while self.metrics_port == self.port:
+            self.metrics_port = free_port()
         self.start_cmd = [*self.taskset(), str(self.opts.shardlog_bin), "--listen", self.bootstrap,
                           "--data-dir", str(self.dir / "data"), "--cores", str(self.opts.cores),
-                          "--flush", self.opts.flush, *getattr(self.opts, "shardlog_arg", [])]
+                          "--flush", self.opts.flush, "--metrics-listen", f"127.0.0.1:{self.metrics_port}",
+                          *getattr(self.opts, "shardlog_arg", [])]
 
     def version(self) -> str:
         r = subprocess.run([str(self.opts.shardlog_bin), "--version"], capture_output=True, text=True)

@@ -304,6 +304,29 @@ def write_report(bench: Bench, out_dir: Path, full: bool) -> Path:
                         L.append(f"- {b}: 1,000 partitions at {mp.mibps / pm.mibps:.2f}× its own 4-partition "
                                  "produce-max (java)")
             L.append("")
+    # the metrics endpoint's own cost (shardlog only, run inside produce-max)
+    off = get(R, "shardlog", "metrics-overhead", "java, no scrape")
+    on = get(R, "shardlog", "metrics-overhead", "java, /metrics every 1 s")
+    if off or on:
+        L.append("### metrics-overhead")
+        L.append("")
+        L.append("shardlog only, after produce-max on the same broker: the produce-max Java producer on a fresh "
+                 "4-partition topic, then again on another while `/metrics` is scraped every second. The "
+                 "goal (issue 13) is under 2% lower throughput and higher CPU-s/GB; the machine's noise between "
+                 "two runs is often larger, so read it over several runs.")
+        L.append("")
+        L.append("| | no scrape | scrape every 1 s | scraped / not |")
+        L.append("| --- | ---: | ---: | ---: |")
+        for label, key, d in METRICS:
+            a = getattr(off, key) if off and off.ok else None
+            b_ = getattr(on, key) if on and on.ok else None
+            if a is None and b_ is None:
+                continue
+            L.append(f"| {label} | {fmt(a, d)} | {fmt(b_, d)} | {fmt(ratio(b_, a), 3)} |")
+        for r in (off, on):
+            if r and r.notes:
+                L.append(f"- {r.client}: " + "; ".join(r.notes))
+        L.append("")
     # profile
     if bench.profile:
         L.append("## Profile")

@@ -154,6 +154,36 @@ class Bench:
         if b.name == "kafka" and r.ok:
             self.kafka_rps = r.rps
         self.rdkafka_producer(b, "produce-max", "bench-max", n, 1024)
+        if getattr(b, "metrics_port", None):
+            self.metrics_overhead(b, n)
+
+    def metrics_overhead(self, b: Broker, n: int):
+        """The metrics endpoint's cost (issue 13): the produce-max Java producer twice more, on
+        fresh topics of the same broker, without and then with a scrape of /metrics every second."""
+        import urllib.request
+        self.create_topic(b, "bench-scrape-off", 4)
+        self.create_topic(b, "bench-scrape-on", 4)
+        self.java_producer(b, "metrics-overhead", "bench-scrape-off", n, 1024, client="java, no scrape")
+        stop, scrapes, failures = threading.Event(), [0], [0]
+
+        def scraper():
+            while not stop.wait(1.0):
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{b.metrics_port}/metrics", timeout=5) as r:
+                        r.read()
+                    scrapes[0] += 1
+                except OSError:
+                    failures[0] += 1
+
+        t = threading.Thread(target=scraper, daemon=True)
+        t.start()
+        try:
+            r = self.java_producer(b, "metrics-overhead", "bench-scrape-on", n, 1024,
+                                   client="java, /metrics every 1 s")
+        finally:
+            stop.set()
+            t.join(10)
+        r.notes.append(f"{scrapes[0]} scrapes, {failures[0]} failed")
 
     def w_produce_small(self, b: Broker):
         self.create_topic(b, "bench-small", 4)

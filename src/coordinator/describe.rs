@@ -199,6 +199,9 @@ pub struct GroupSummary {
     pub state: String,
     /// Members that joined (pending classic members are not counted).
     pub members: usize,
+    /// Committed offsets: `(topic, partition, offset)` (the next record to consume), by
+    /// topic and partition.
+    pub offsets: Vec<(String, i32, i64)>,
 }
 
 impl GroupCoordinator {
@@ -216,16 +219,22 @@ impl GroupCoordinator {
                     group_type: CONSUMER_GROUP_TYPE,
                     state: cg.state_name().to_string(),
                     members: cg.members.len(),
+                    offsets: committed(g),
                 },
                 GroupKind::Classic(c) => GroupSummary {
                     group_id: g.group_id.clone(),
                     group_type: CLASSIC_GROUP_TYPE,
                     state: c.state.as_str().to_string(),
                     members: c.members.len(),
+                    offsets: committed(g),
                 },
             })
             .collect();
         out.sort_by(|a, b| a.group_id.cmp(&b.group_id));
         out
     }
+}
+
+fn committed(g: &super::group::Group) -> Vec<(String, i32, i64)> {
+    g.offsets.iter().map(|((t, p), o)| (t.clone(), *p, o.offset)).collect()
 }

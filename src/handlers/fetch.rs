@@ -78,8 +78,10 @@ pub async fn handle(ctx: &Ctx, request: FetchRequest) -> Outcome<FetchResponse> 
     let max_wait = Duration::from_millis(request.max_wait_ms.max(0) as u64);
     let shard = ctx.shard.clone();
     Outcome::later(async move {
-        let deadline = Instant::now() + max_wait;
+        let started = Instant::now();
+        let deadline = started + max_wait;
         let mut reads = read_all(&shard, &wanted).await;
+        let mut waited = false;
         loop {
             let total: usize = reads.iter().map(|r| r.records.len()).sum();
             let any_error = reads.iter().any(|r| r.error.is_some());
@@ -100,6 +102,7 @@ pub async fn handle(ctx: &Ctx, request: FetchRequest) -> Outcome<FetchResponse> 
             // dispatch fuzzer).
             let seen: Vec<i64> = reads.iter().map(|r| r.high_watermark).collect();
             wait_for_data(&shard, &wanted, &seen, deadline - now).await;
+            waited = true;
             reads = read_all(&shard, &wanted).await;
             if reads.iter().zip(&seen).all(|(r, s)| r.high_watermark == *s) {
                 // Woken without new data (a closed or failed log's watch wakes at
@@ -107,6 +110,9 @@ pub async fn handle(ctx: &Ctx, request: FetchRequest) -> Outcome<FetchResponse> 
                 let left = deadline.saturating_duration_since(Instant::now());
                 glommio::timer::sleep(left.min(NO_PROGRESS_PAUSE)).await;
             }
+        }
+        if waited {
+            crate::metrics::with(|m| m.timed(crate::metrics::Timed::FetchWait, started.elapsed()));
         }
         build(v, headers, &wanted, reads, max_bytes)
     })

@@ -54,6 +54,7 @@ use bytes::Bytes;
 
 use crate::config::FlushPolicy;
 use crate::metadata::PARTITION_LEADER_EPOCH;
+use crate::metrics::Timed;
 use crate::protocol::batch::{self, RecordBatchHeader};
 use cache::{CachedBatch, PartitionId, ShardCache, SharedCache};
 use producer_state::{ProducerState, SeqCheck};
@@ -475,6 +476,7 @@ impl PartitionLog {
             return Ok(Bytes::new());
         }
         let cached = self.cache.borrow_mut().read(self.cache_id, offset, max_bytes, hw);
+        crate::metrics::with(|m| m.cache_read(cached.is_some()));
         if let Some(b) = cached {
             return Ok(b);
         }
@@ -708,9 +710,13 @@ impl PartitionLog {
                 self.roll(group[0].header.base_offset).await?;
             }
             let seg = self.active();
+            let started = std::time::Instant::now();
             self.write_group(&seg, &group).await?;
+            let written = std::time::Instant::now();
+            crate::metrics::with(|m| m.timed(Timed::Write, written - started));
             if self.config.flush == FlushPolicy::Always {
                 seg.file.fdatasync().await.map_err(io::Error::from)?;
+                crate::metrics::with(|m| m.timed(Timed::Fdatasync, written.elapsed()));
             } else {
                 self.dirty.set(true);
             }
@@ -911,10 +917,12 @@ async fn flush_task(log: Weak<PartitionLog>, ms: u64) {
         }
         if log.dirty.replace(false) {
             let seg = log.active();
+            let started = std::time::Instant::now();
             if let Err(e) = seg.file.fdatasync().await {
                 log.fail(&io::Error::from(e));
                 return;
             }
+            crate::metrics::with(|m| m.timed(Timed::Fdatasync, started.elapsed()));
         }
     }
 }

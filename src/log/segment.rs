@@ -569,6 +569,7 @@ async fn read_at(file: &DmaFile, pos: u64, len: usize) -> io::Result<ReadBuf> {
     let lent = file.align_up((skip + len) as u64) as usize;
     let block = shard_pool().read_block(lent);
     let (block, n) = file.read_at_aligned_into(start, block).await.map_err(io::Error::from)?;
+    crate::metrics::with(|m| m.disk_read(n as u64));
     Ok(block.freeze(n).slice(skip, len))
 }
 

@@ -14,7 +14,7 @@ use prometheus_client::registry::Registry;
 
 use super::errors::error_name;
 use super::latency::ExportedLatency;
-use super::shard::{Phase, TopicCounts};
+use super::shard::{Phase, Timed, TopicCounts};
 use super::snapshot::ShardSnapshot;
 
 /// Broker-wide values read by the scraping shard.
@@ -290,7 +290,38 @@ impl Collector for Scrape {
             shards.iter().map(|s| (shard_label(s), s.counters.executor.scheduler_runs)),
         )?;
 
-        // Storage.
+        // Storage and fetch.
+        histograms(
+            e,
+            "shardlog_log_duration_seconds",
+            "Storage and fetch durations, by shard and op: append (a produced batch until \
+             it is below the high watermark), write (one DMA write of batches), fdatasync, \
+             fetch_wait (the long poll of a Fetch that had too little data).",
+            shards.iter().flat_map(|s| {
+                Timed::ALL.iter().filter_map(move |&op| {
+                    let h = s.counters.storage.latency.get(op as usize)?.clone();
+                    Some((vec![("shard", s.shard.to_string()), ("op", op.name().to_string())], h))
+                })
+            }),
+        )?;
+        counters(
+            e,
+            "shardlog_cache_hits",
+            "Log reads served from the batch cache, by shard.",
+            shards.iter().map(|s| (shard_label(s), s.counters.storage.cache_hits)),
+        )?;
+        counters(
+            e,
+            "shardlog_cache_misses",
+            "Log reads that read a segment file, by shard.",
+            shards.iter().map(|s| (shard_label(s), s.counters.storage.cache_misses)),
+        )?;
+        counters(
+            e,
+            "shardlog_disk_read_bytes",
+            "Bytes read from segment files (whole aligned DMA reads), by shard.",
+            shards.iter().map(|s| (shard_label(s), s.counters.storage.disk_read_bytes)),
+        )?;
         let per_shard = |f: fn(&ShardSnapshot) -> u64| {
             shards.iter().map(move |s| (shard_label(s), f(s) as i64))
         };
@@ -358,6 +389,39 @@ impl Collector for Scrape {
             "Members of each consumer group.",
             groups().map(|g| (vec![("group", g.group_id.clone())], g.members as i64)),
         )?;
+        let high_watermarks: std::collections::HashMap<(&str, i32), i64> = shards
+            .iter()
+            .flat_map(|s| &s.high_watermarks)
+            .map(|(t, p, hw)| ((t.as_str(), *p), *hw))
+            .collect();
+        let committed = || {
+            groups().flat_map(|g| {
+                g.offsets.iter().map(move |(t, p, offset)| {
+                    let labels = vec![
+                        ("group", g.group_id.clone()),
+                        ("topic", t.clone()),
+                        ("partition", p.to_string()),
+                    ];
+                    (labels, (t.as_str(), *p), *offset)
+                })
+            })
+        };
+        gauges(
+            e,
+            "shardlog_consumer_group_committed_offset",
+            "Committed offset (the next record to consume) of each group and partition.",
+            committed().map(|(labels, _, offset)| (labels, offset)),
+        )?;
+        gauges(
+            e,
+            "shardlog_consumer_group_lag",
+            "High watermark minus committed offset (floored at 0), of each group and \
+             partition of a topic that exists.",
+            committed().filter_map(|(labels, key, offset)| {
+                let hw = *high_watermarks.get(&key)?;
+                Some((labels, (hw - offset).max(0)))
+            }),
+        )?;
         Ok(())
     }
 }
@@ -400,7 +464,9 @@ mod tests {
                 group_type: "classic",
                 state: "Stable".into(),
                 members: 2,
+                offsets: vec![("orders".into(), 0, 40), ("gone".into(), 0, 7)],
             }],
+            high_watermarks: vec![("orders".into(), 0, 100)],
             ..Default::default()
         };
         let text = render(Scrape {
@@ -422,9 +488,14 @@ mod tests {
             r#"shardlog_consumer_groups{type="classic",state="Stable"} 1"#,
             r#"shardlog_consumer_group_members{group="g"} 2"#,
             "shardlog_data_dir_free_bytes 5",
+            r#"shardlog_consumer_group_committed_offset{group="g",topic="orders",partition="0"} 40"#,
+            r#"shardlog_consumer_group_committed_offset{group="g",topic="gone",partition="0"} 7"#,
+            r#"shardlog_consumer_group_lag{group="g",topic="orders",partition="0"} 60"#,
         ] {
             assert!(text.lines().any(|l| l == line), "missing {line:?} in:\n{text}");
         }
+        // No lag for a topic without a high watermark (deleted).
+        assert!(!text.contains(r#"shardlog_consumer_group_lag{group="g",topic="gone""#), "{text}");
         // A shard's messages to itself are not series.
         assert!(!text.contains(r#"peer="0""#), "{text}");
     }

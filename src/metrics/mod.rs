@@ -20,7 +20,7 @@ pub mod latency;
 pub mod shard;
 pub mod snapshot;
 
-pub use shard::{Phase, ShardMetrics};
+pub use shard::{Phase, ShardMetrics, Timed};
 pub use snapshot::ShardSnapshot;
 
 thread_local! {

@@ -72,6 +72,59 @@ pub struct ShardMetrics {
     mesh: RefCell<MeshCounts>,
     /// Executor statistics summed over scrapes (glommio hands out deltas).
     executor: RefCell<ExecutorCounts>,
+    storage: RefCell<Storage>,
+}
+
+/// What the storage and fetch paths of one shard time and count.
+#[derive(Debug, Default)]
+struct Storage {
+    /// One per [`Timed`], in [`Timed::ALL`] order.
+    latency: [Latency; 4],
+    cache_hits: u64,
+    cache_misses: u64,
+    disk_read_bytes: u64,
+}
+
+/// The storage and fetch durations a shard times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timed {
+    /// A produced batch's append on its owning shard, until it is below the high
+    /// watermark (written, and under `--flush always` fdatasync'ed).
+    Append = 0,
+    /// One DMA write of a group of batches into a segment.
+    Write = 1,
+    /// One fdatasync of a segment (after a write under `--flush always`, or the
+    /// interval flush).
+    Fdatasync = 2,
+    /// The long poll of a Fetch that had too little data (until data came or
+    /// `max_wait_ms` passed).
+    FetchWait = 3,
+}
+
+impl Timed {
+    pub const ALL: [Timed; 4] = [Timed::Append, Timed::Write, Timed::Fdatasync, Timed::FetchWait];
+
+    /// The `op` label value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Timed::Append => "append",
+            Timed::Write => "write",
+            Timed::Fdatasync => "fdatasync",
+            Timed::FetchWait => "fetch_wait",
+        }
+    }
+}
+
+/// A shard's storage counters as they cross to the scraping shard.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StorageCounts {
+    /// One per [`Timed`], in [`Timed::ALL`] order.
+    pub latency: Vec<ExportedLatency>,
+    /// Log reads served from the batch cache, and those that read a segment.
+    pub cache_hits: u64,
+    pub cache_misses: u64,
+    /// Bytes read from segment files (DMA reads, whole aligned windows).
+    pub disk_read_bytes: u64,
 }
 
 /// Connections accepted and closed by one shard.
@@ -121,6 +174,7 @@ pub struct Counters {
     pub connections: ConnectionCounts,
     pub mesh: MeshCounts,
     pub executor: ExecutorCounts,
+    pub storage: StorageCounts,
 }
 
 impl ShardMetrics {
@@ -136,6 +190,26 @@ impl ShardMetrics {
         for &code in errors {
             *c.errors.entry(code).or_default() += 1;
         }
+    }
+
+    /// Records one storage or fetch duration.
+    pub fn timed(&self, what: Timed, d: Duration) {
+        self.storage.borrow_mut().latency[what as usize].record(d);
+    }
+
+    /// Counts one log read: served from the batch cache (`hit`), or not.
+    pub fn cache_read(&self, hit: bool) {
+        let mut s = self.storage.borrow_mut();
+        if hit {
+            s.cache_hits += 1;
+        } else {
+            s.cache_misses += 1;
+        }
+    }
+
+    /// Counts bytes read from a segment file.
+    pub fn disk_read(&self, bytes: u64) {
+        self.storage.borrow_mut().disk_read_bytes += bytes;
     }
 
     /// Counts record batches of `topic` appended on this (owning) shard.
@@ -215,12 +289,22 @@ impl ShardMetrics {
         let mut topics: Vec<(String, TopicCounts)> =
             self.topics.borrow().iter().map(|(k, v)| (k.clone(), *v)).collect();
         topics.sort_by(|a, b| a.0.cmp(&b.0));
+        let storage = {
+            let s = self.storage.borrow();
+            StorageCounts {
+                latency: s.latency.iter().map(Latency::export).collect(),
+                cache_hits: s.cache_hits,
+                cache_misses: s.cache_misses,
+                disk_read_bytes: s.disk_read_bytes,
+            }
+        };
         Counters {
             apis,
             topics,
             connections: *self.connections.borrow(),
             mesh: self.mesh.borrow().clone(),
             executor: *self.executor.borrow(),
+            storage,
         }
     }
 }

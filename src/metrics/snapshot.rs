@@ -23,6 +23,9 @@ pub struct ShardSnapshot {
     pub cache_budget_bytes: u64,
     /// The groups this shard coordinates.
     pub groups: Vec<GroupSummary>,
+    /// `(topic, partition, high watermark)` of the data partitions this shard owns,
+    /// for consumer lag.
+    pub high_watermarks: Vec<(String, i32, i64)>,
 }
 
 /// Reads this shard's counters and gauges (on `shard`'s own core).
@@ -45,5 +48,9 @@ pub fn take(shard: &Rc<Shard>) -> ShardSnapshot {
         cache_used_bytes,
         cache_budget_bytes,
         groups: shard.groups.summaries(),
+        high_watermarks: logs
+            .iter()
+            .map(|((topic, p), owned)| (topic.clone(), *p, owned.log.high_watermark()))
+            .collect(),
     }
 }

@@ -256,10 +256,14 @@ async fn start_append(
         .map_or(0, |h| h.records_count.max(0) as u64);
     // A shared handle, not a copy of the name: this is the append path.
     let topic = topic.clone();
+    let started = std::time::Instant::now();
     let mut append: Pin<Box<dyn Future<Output = _>>> = Box::pin(async move {
         let r = log.append(batch, now_ms).await;
         if r.is_ok() {
-            crate::metrics::with(|m| m.appended(&topic, bytes, records));
+            crate::metrics::with(|m| {
+                m.appended(&topic, bytes, records);
+                m.timed(crate::metrics::Timed::Append, started.elapsed());
+            });
         }
         r
     });

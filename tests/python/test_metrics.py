@@ -115,6 +115,19 @@ def test_a_scrape_counts_what_the_clients_did(broker):
     assert total(s, "shardlog_connections_open") >= 2
     assert total(s, "shardlog_data_dir_free_bytes") > 0
     assert total(s, "shardlog_executor_busy_seconds_total") > 0
+    assert total(s, "shardlog_log_duration_seconds_count", op="append") >= 4
+    assert total(s, "shardlog_log_duration_seconds_count", op="write") >= 1
+    assert total(s, "shardlog_cache_hits_total") + total(s, "shardlog_cache_misses_total") >= 4
+
+    # Consumer lag: committed offsets are the end of each partition, then 10 records more.
+    assert total(s, "shardlog_consumer_group_committed_offset", group=GROUP, topic=TOPIC) == RECORDS
+    assert total(s, "shardlog_consumer_group_lag", group=GROUP, topic=TOPIC) == 0
+    for i in range(10):
+        producer.produce(TOPIC, value=b"late", partition=i % 4)
+    assert producer.flush(30) == 0
+    s = scrape(broker)
+    assert total(s, "shardlog_consumer_group_lag", group=GROUP, topic=TOPIC) == 10
+    assert total(s, "shardlog_consumer_group_lag", group=GROUP, topic=TOPIC, partition="0") == 3
 
     consumer.close()
     wait_until(lambda: total(scrape(broker), "shardlog_consumer_groups", type="classic",
