@@ -17,6 +17,16 @@ pub enum FlushPolicy {
     Never,
 }
 
+/// How log lines are written to stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// One human-readable line per event: time, level, target, message, fields.
+    Text,
+    /// One JSON object per line (`timestamp`, `level`, `target`, `fields` with the
+    /// message and every field, `span` context), for log collectors.
+    Json,
+}
+
 /// How a Produce request's batches for partitions owned by other shards cross cores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ProduceFanout {
@@ -29,7 +39,12 @@ pub enum ProduceFanout {
 
 /// Command-line configuration of one shardlog process.
 #[derive(Debug, Clone, Parser)]
-#[command(name = "shardlog", version, about = "A Kafka-compatible, thread-per-core message broker")]
+#[command(
+    name = "shardlog",
+    version,
+    about = "A Kafka-compatible, thread-per-core message broker",
+    after_help = "Live view of a running broker: shardlog top [--metrics host:port] (see shardlog top --help)"
+)]
 pub struct Config {
     /// Address every shard listens on (SO_REUSEPORT spreads connections over cores).
     #[arg(long, env = "SHARDLOG_LISTEN", default_value = "127.0.0.1:9092")]
@@ -289,6 +304,10 @@ pub struct Config {
     /// Log filter (tracing `EnvFilter` syntax), e.g. `info` or `shardlog=debug`.
     #[arg(long, env = "SHARDLOG_LOG", default_value = "info")]
     pub log: String,
+
+    /// Log line format on stderr: `text` or `json` (one object per line).
+    #[arg(long, env = "SHARDLOG_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
 }
 
 impl Config {

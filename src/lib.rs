@@ -16,6 +16,7 @@
 //! | [`coordinator`] | the consumer group coordinator, a pure state machine; its records in Kafka's `__consumer_offsets` schemas; KIP-848 topic regexes |
 //! | [`metadata`] | the topic catalog: names, ids, partitions, placement, the internal topic `__consumer_offsets` and how groups map to it; persisted |
 //! | [`metrics`] | per-shard counters and latency histograms (thread-local, no atomics), the snapshot a scrape gathers over the mesh, the Prometheus text exposition and the `--metrics-listen` HTTP endpoint (`/metrics`, `/healthz`, `/readyz`) |
+//! | [`top`] | `shardlog top`: a live terminal view of a broker read from its metrics endpoint (rates between two scrapes) |
 //! | [`topic_config`] | topic config names, defaults, validation, resolved values |
 //! | [`broker_config`] | dynamic broker configs (KIP-226): which can change, validation, the layered broker defaults |
 //! | [`config_ops`] | what AlterConfigs / IncrementalAlterConfigs do to a topic's overrides (pure) |
@@ -59,5 +60,6 @@ pub mod net;
 pub mod protocol;
 pub mod shard;
 pub mod shutdown;
+pub mod top;
 pub mod topic_config;
 pub mod watchdog;

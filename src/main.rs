@@ -11,7 +11,7 @@ use glommio::{LocalExecutorPoolBuilder, PoolPlacement};
 use nix::sys::resource::{getrlimit, setrlimit, Resource, RLIM_INFINITY};
 use nix::sys::signal::{SigSet, Signal};
 
-use shardlog::config::Config;
+use shardlog::config::{Config, LogFormat};
 use shardlog::net::limits::ConnectionLimits;
 use shardlog::shard::{serve::serve_mesh, Shard, ShardMessage};
 use shardlog::shutdown::{Shutdown, Startup};
@@ -21,17 +21,27 @@ use shardlog::watchdog::{Heartbeats, Thresholds};
 const MESH_CHANNEL_CAPACITY: usize = 1024;
 
 fn main() -> ExitCode {
+    if std::env::args_os().nth(1).is_some_and(|a| a == "top") {
+        let args = shardlog::top::TopArgs::parse_from(std::env::args_os().skip(1));
+        return match shardlog::top::run(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("shardlog top: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     keep_freed_memory();
     shardlog::crash::install_hook();
     let config = Arc::new(Config::parse());
     let filter = tracing_subscriber::EnvFilter::try_new(&config.log)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(ansi)
-        .with_writer(std::io::stderr)
-        .init();
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match config.log_format {
+        LogFormat::Text => logs.with_ansi(ansi).init(),
+        LogFormat::Json => logs.json().init(),
+    }
 
     if let Err(e) = config.validate() {
         tracing::error!("{e}");

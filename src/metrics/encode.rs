@@ -221,6 +221,23 @@ impl Collector for Scrape {
             per_topic(|c| c.records_out),
         )?;
 
+        counters(
+            e,
+            "shardlog_bytes_in",
+            "Record batch bytes appended on each (owning) shard.",
+            shards.iter().map(|s| {
+                (shard_label(s), s.counters.topics.iter().map(|(_, c)| c.bytes_in).sum::<u64>())
+            }),
+        )?;
+        counters(
+            e,
+            "shardlog_bytes_out",
+            "Record batch bytes sent in Fetch responses by each (connection's) shard.",
+            shards.iter().map(|s| {
+                (shard_label(s), s.counters.topics.iter().map(|(_, c)| c.bytes_out).sum::<u64>())
+            }),
+        )?;
+
         // Connections, mesh, executor.
         counters(
             e,

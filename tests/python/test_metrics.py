@@ -200,3 +200,89 @@ def test_an_empty_metrics_listen_turns_the_endpoint_off(broker_factory):
     log = b.stderr_path.read_text()
     assert "metrics endpoint" not in log
     assert "cannot listen for metrics" not in log
+
+
+def read_pty(fd: int, timeout_s: float) -> bytes:
+    """Everything written to the pseudo-terminal `fd` until its child side closes."""
+    import os
+    import select
+    out = bytearray()
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if not ready:
+            continue
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # EIO: every child side is closed
+            break
+        if not chunk:
+            break
+        out += chunk
+    return bytes(out)
+
+
+def test_top_shows_a_live_view_in_a_terminal(broker):
+    import os
+    import pty
+    import subprocess
+    import threading
+    from confluent_kafka import Producer
+    from helpers import shardlog_bin
+    create_topic(broker.bootstrap, partitions=2)
+    stop = threading.Event()
+
+    def produce():
+        p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
+        while not stop.is_set():
+            for i in range(200):
+                p.produce(TOPIC, value=b"x" * 100, partition=i % 2)
+            p.flush(10)
+            time.sleep(0.05)
+
+    t = threading.Thread(target=produce, daemon=True)
+    t.start()
+    master, slave = pty.openpty()
+    try:
+        top = subprocess.Popen([str(shardlog_bin()), "top", "--metrics", f"127.0.0.1:{broker.metrics_port}",
+                                "--interval", "0.5", "--iterations", "3"],
+                               stdin=slave, stdout=slave, stderr=slave)
+        os.close(slave)
+        out = read_pty(master, 30).decode("utf-8", "replace")
+        assert top.wait(30) == 0, out
+    finally:
+        stop.set()
+        t.join(15)
+        os.close(master)
+    # A terminal gets the screen cleared before each of the 3 refreshes.
+    assert out.count("\x1b[2J") == 3, out
+    last = out.rsplit("\x1b[2J", 1)[1]
+    for heading in ("shard", "busy %", "requests/s", "MB/s in", "api", "p99 handle ms", "topic"):
+        assert heading in last, (heading, last)
+    assert "Produce" in last and TOPIC in last, last
+    topic_row = next(l for l in last.splitlines() if TOPIC in l)
+    # The producer was writing during the interval: its topic's MB/s in is not 0.
+    assert float(topic_row.split()[2]) > 0, topic_row
+
+
+def test_top_fails_with_a_clear_message_without_an_endpoint():
+    import subprocess
+    from helpers import shardlog_bin, free_port
+    r = subprocess.run([str(shardlog_bin()), "top", "--metrics", f"127.0.0.1:{free_port()}", "--iterations", "1"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1
+    assert r.stderr.startswith("shardlog top: cannot read http://127.0.0.1:"), r.stderr
+
+
+def test_json_logs_are_one_object_per_line(broker_factory):
+    import json
+    b = broker_factory("--log-format", "json")
+    from helpers import raw_api_versions
+    assert 18 in raw_api_versions(b.bootstrap)
+    b.stop()
+    lines = [l for l in b.stderr_path.read_text().splitlines() if l.strip()]
+    events = [json.loads(l) for l in lines]  # every line is one JSON object
+    messages = [e["fields"]["message"] for e in events]
+    assert "starting shardlog" in messages and "stopped cleanly" in messages, messages
+    start = next(e for e in events if e["fields"]["message"] == "starting shardlog")
+    assert start["level"] == "INFO" and start["fields"]["nr_shards"] == 2, start
