@@ -62,6 +62,12 @@ pub struct Config {
     #[arg(long, env = "SHARDLOG_METRICS_LISTEN", default_value = "127.0.0.1:9644")]
     pub metrics_listen: String,
 
+    /// Export each consumer group's committed offset and lag per partition
+    /// (`shardlog_consumer_group_committed_offset`, `shardlog_consumer_group_lag`): one
+    /// series per group and partition, so as many series as clients make groups.
+    #[arg(long, env = "SHARDLOG_METRICS_CONSUMER_LAG", default_value_t = true, action = clap::ArgAction::Set)]
+    pub metrics_consumer_lag: bool,
+
     /// This broker's node id (Kafka `node.id`).
     #[arg(long, env = "SHARDLOG_NODE_ID", default_value_t = 0)]
     pub node_id: i32,

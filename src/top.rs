@@ -18,8 +18,8 @@ pub struct TopArgs {
     /// The broker's metrics endpoint (its `--metrics-listen`), host:port.
     #[arg(long, alias = "bootstrap", default_value = "127.0.0.1:9644")]
     pub metrics: String,
-    /// Seconds between refreshes.
-    #[arg(long, default_value_t = 1.0)]
+    /// Seconds between refreshes (0.1 to 3600).
+    #[arg(long, default_value_t = 1.0, value_parser = interval_seconds)]
     pub interval: f64,
     /// Refreshes to show before exiting (default: until interrupted).
     #[arg(long)]
@@ -29,19 +29,35 @@ pub struct TopArgs {
     pub topics: usize,
 }
 
+fn interval_seconds(text: &str) -> Result<f64, String> {
+    let s: f64 = text.parse().map_err(|e| format!("{e}"))?;
+    if (0.1..=3600.0).contains(&s) {
+        Ok(s)
+    } else {
+        Err(format!("must be between 0.1 and 3600 seconds, got {text}"))
+    }
+}
+
 /// Runs the live view until `iterations` refreshes were shown (or forever). Errors when
-/// the endpoint cannot be read.
+/// the endpoint cannot be read at the start; later failures are shown and retried.
 pub fn run(args: &TopArgs) -> Result<(), String> {
     let agent: ureq::Agent =
         ureq::Agent::config_builder().timeout_global(Some(Duration::from_secs(5))).build().into();
     let url = format!("http://{}/metrics", args.metrics);
-    let interval = Duration::from_secs_f64(args.interval.max(0.1));
+    let interval = Duration::from_secs_f64(args.interval);
     let clear = std::io::IsTerminal::is_terminal(&std::io::stdout());
     let mut before = (Instant::now(), fetch(&agent, &url)?);
     let mut shown = 0u64;
     while args.iterations.is_none_or(|n| shown < n) {
         std::thread::sleep(interval);
-        let now = (Instant::now(), fetch(&agent, &url)?);
+        let now = match fetch(&agent, &url) {
+            Ok(samples) => (Instant::now(), samples),
+            Err(e) => {
+                eprintln!("shardlog top: {e} (retrying)");
+                shown += 1;
+                continue;
+            }
+        };
         let seconds = now.0.duration_since(before.0).as_secs_f64();
         let view = render(&View::between(&before.1, &now.1, seconds), &args.metrics, args.topics);
         if clear {
@@ -83,8 +99,9 @@ pub struct ShardRow {
 pub struct ApiRow {
     pub requests_per_s: f64,
     pub errors_per_s: f64,
-    /// Upper bound of the bucket holding the 99th percentile of queue + handle time in
-    /// the interval (`handle` phase buckets), ms; `None` without requests.
+    /// Upper bound of the bucket holding the 99th percentile of the `handle` phase
+    /// (to a ready response) in the interval, ms (infinite above the last bucket);
+    /// `None` without requests.
     pub p99_ms: Option<f64>,
 }
 
@@ -105,6 +122,9 @@ pub struct View {
 }
 
 const MB: f64 = 1e6;
+
+/// The endpoint's largest finite bucket bound, ms.
+const BUCKETS_MS_MAX: f64 = 10_000.0;
 
 fn scalar(s: &Sample) -> f64 {
     match s.value {
@@ -268,7 +288,11 @@ pub fn render(view: &View, endpoint: &str, max_topics: usize) -> String {
             api.clone(),
             format!("{:.1}", r.requests_per_s),
             format!("{:.1}", r.errors_per_s),
-            r.p99_ms.map_or("-".to_string(), |ms| format!("≤ {ms:.2}")),
+            match r.p99_ms {
+                None => "-".to_string(),
+                Some(ms) if ms.is_finite() => format!("≤ {ms:.2}"),
+                Some(_) => format!("> {:.0}", BUCKETS_MS_MAX),
+            },
         ]);
     }
     let mut topics = Table::new();

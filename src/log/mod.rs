@@ -134,6 +134,9 @@ pub struct AppendInfo {
     pub log_append_time: i64,
     /// The partition's log start offset.
     pub log_start_offset: i64,
+    /// A retry of one of the producer's last batches: nothing was appended, the
+    /// offsets are the original's.
+    pub duplicate: bool,
 }
 
 /// Why an append failed.
@@ -384,6 +387,7 @@ impl PartitionLog {
                     last_offset: m.last_offset,
                     log_append_time: -1,
                     log_start_offset: self.log_start.get(),
+                    duplicate: true,
                 },
                 SeqCheck::Append => {
                     let size = h.total_size();
@@ -437,6 +441,7 @@ impl PartitionLog {
                         last_offset: hdr.last_offset(),
                         log_append_time: lat,
                         log_start_offset: self.log_start.get(),
+                        duplicate: false,
                     }
                 }
             }

@@ -104,7 +104,8 @@ fn append_read_round_trip_and_reopen() {
                     base_offset: base,
                     last_offset: base + n - 1,
                     log_append_time: -1,
-                    log_start_offset: 0
+                    log_start_offset: 0,
+                    duplicate: false,
                 }
             );
             expect.extend(with_base(b, base));
@@ -419,7 +420,8 @@ fn idempotent_producer() {
         assert_eq!((b.base_offset, b.last_offset), (5, 6));
         // duplicate of the first batch: original offsets, nothing appended
         let d = log.append(idem(7, 0, 0, 3), 0).await.unwrap();
-        assert_eq!((d.base_offset, d.last_offset), (2, 4));
+        assert_eq!((d.base_offset, d.last_offset, d.duplicate), (2, 4, true));
+        assert!(!a.duplicate && !b.duplicate);
         assert_eq!(log.high_watermark(), 7);
         // gap
         let e = log.append(idem(7, 0, 9, 1), 0).await.unwrap_err();

@@ -31,6 +31,9 @@ pub struct BrokerGauges {
 pub struct Scrape {
     pub shards: Vec<ShardSnapshot>,
     pub broker: BrokerGauges,
+    /// Whether to export committed offsets and lag per group and partition
+    /// (`--metrics-consumer-lag`).
+    pub consumer_lag: bool,
 }
 
 /// The text exposition of `scrape`.
@@ -225,17 +228,13 @@ impl Collector for Scrape {
             e,
             "shardlog_bytes_in",
             "Record batch bytes appended on each (owning) shard.",
-            shards.iter().map(|s| {
-                (shard_label(s), s.counters.topics.iter().map(|(_, c)| c.bytes_in).sum::<u64>())
-            }),
+            shards.iter().map(|s| (shard_label(s), s.counters.bytes_in)),
         )?;
         counters(
             e,
             "shardlog_bytes_out",
             "Record batch bytes sent in Fetch responses by each (connection's) shard.",
-            shards.iter().map(|s| {
-                (shard_label(s), s.counters.topics.iter().map(|(_, c)| c.bytes_out).sum::<u64>())
-            }),
+            shards.iter().map(|s| (shard_label(s), s.counters.bytes_out)),
         )?;
 
         // Connections, mesh, executor.
@@ -256,8 +255,20 @@ impl Collector for Scrape {
             "shardlog_connections_open",
             "Client connections open, by shard.",
             shards.iter().map(|s| {
-                let c = s.counters.connections;
+                let c = &s.counters.connections;
                 (shard_label(s), c.accepted.saturating_sub(c.closed) as i64)
+            }),
+        )?;
+        counters(
+            e,
+            "shardlog_connections_closed_by_broker",
+            "Client connections the broker closed or refused, by shard and reason \
+             (bad_frame_length, bad_request_header, request_refused, encoding_failed, \
+             stopped_reading, too_many_connections_per_ip).",
+            shards.iter().flat_map(|s| {
+                s.counters.connections.closed_by_broker.iter().map(move |&(reason, n)| {
+                    (vec![("shard", s.shard.to_string()), ("reason", reason.to_string())], n)
+                })
             }),
         )?;
         let pairs = |f: fn(&ShardSnapshot) -> &Vec<u64>| {
@@ -406,6 +417,9 @@ impl Collector for Scrape {
             "Members of each consumer group.",
             groups().map(|g| (vec![("group", g.group_id.clone())], g.members as i64)),
         )?;
+        if !self.consumer_lag {
+            return Ok(());
+        }
         let high_watermarks: std::collections::HashMap<(&str, i32), i64> = shards
             .iter()
             .flat_map(|s| &s.high_watermarks)
@@ -435,8 +449,9 @@ impl Collector for Scrape {
             "High watermark minus committed offset (floored at 0), of each group and \
              partition of a topic that exists.",
             committed().filter_map(|(labels, key, offset)| {
-                let hw = *high_watermarks.get(&key)?;
-                Some((labels, (hw - offset).max(0)))
+                // A client may commit any offset: -1 or below means none.
+                let hw = *high_watermarks.get(&key).filter(|_| offset >= 0)?;
+                Some((labels, hw.saturating_sub(offset).max(0)))
             }),
         )?;
         Ok(())
@@ -481,14 +496,24 @@ mod tests {
                 group_type: "classic",
                 state: "Stable".into(),
                 members: 2,
-                offsets: vec![("orders".into(), 0, 40), ("gone".into(), 0, 7)],
+                offsets: vec![
+                    ("orders".into(), 0, 40),
+                    ("gone".into(), 0, 7),
+                    ("orders".into(), 1, -1),
+                    ("orders".into(), 2, i64::MIN),
+                ],
             }],
-            high_watermarks: vec![("orders".into(), 0, 100)],
+            high_watermarks: vec![
+                ("orders".into(), 0, 100),
+                ("orders".into(), 1, 5),
+                ("orders".into(), 2, 5),
+            ],
             ..Default::default()
         };
         let text = render(Scrape {
             shards: vec![shard],
             broker: BrokerGauges { data_dir_free_bytes: 5, data_dir_total_bytes: 9 },
+            consumer_lag: true,
         });
         for line in [
             "# TYPE shardlog_requests_total counter",
@@ -511,6 +536,13 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "missing {line:?} in:\n{text}");
         }
+        // No lag for an offset below 0 (a client may commit anything).
+        assert!(
+            !text.contains(r#"shardlog_consumer_group_lag{group="g",topic="orders",partition="1""#)
+        );
+        assert!(
+            !text.contains(r#"shardlog_consumer_group_lag{group="g",topic="orders",partition="2""#)
+        );
         // No lag for a topic without a high watermark (deleted).
         assert!(!text.contains(r#"shardlog_consumer_group_lag{group="g",topic="gone""#), "{text}");
         // A shard's messages to itself are not series.

@@ -22,12 +22,20 @@ use super::snapshot::{take, ShardSnapshot};
 use crate::shard::{DataRequest, Shard};
 use crate::shutdown::{Shutdown, Startup};
 
-/// Longest a scrape waits for one shard's snapshot before rendering without it.
-const SHARD_TIMEOUT: Duration = Duration::from_secs(2);
+/// Longest a scrape waits for the other shards' snapshots (all of them together);
+/// a shard that has not answered by then is shown as it last answered.
+const GATHER_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Longest one HTTP connection may stay open (a client that stalls mid-request is
-/// dropped after this).
+/// dropped after this). Every connection serves one request (no keep-alive).
 const CONNECTION_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Most HTTP connections open at once; more are closed at once.
+const MAX_CONNECTIONS: usize = 64;
+
+/// hyper's read buffer limit per connection, bytes (its minimum is 8 KiB): a request
+/// with larger headers is refused.
+const MAX_BUF_BYTES: usize = 16 * 1024;
 
 /// The text exposition's content type (Prometheus text format 0.0.4).
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -40,38 +48,46 @@ pub fn bind(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
     Ok(unsafe { TcpListener::from_raw_fd(std_listener.into_raw_fd()) })
 }
 
-/// Serves the metrics listener until `stop` resolves. Lives on the control shard.
+/// Serves the metrics listener for as long as the control shard runs (through a
+/// shutdown's drain too: `/readyz` then answers 503). Lives on the control shard.
 pub async fn run(shard: Rc<Shard>, listener: TcpListener, startup: Startup, stop: Shutdown) {
+    let gatherer = Rc::new(Gatherer::default());
+    let open = Rc::new(std::cell::Cell::new(0usize));
     loop {
-        let accepted = futures_lite::future::or(async { Some(listener.accept().await) }, async {
-            stop.clone().requested().await;
-            None
-        })
-        .await;
-        let stream = match accepted {
-            None => return,
-            Some(Ok(stream)) => stream,
-            Some(Err(e)) => {
+        let stream = match listener.accept().await {
+            Ok(stream) if open.get() >= MAX_CONNECTIONS => {
+                drop(stream);
+                continue;
+            }
+            Ok(stream) => stream,
+            Err(e) => {
                 tracing::warn!(error = %e, "metrics listener: accept failed");
                 glommio::timer::sleep(Duration::from_millis(100)).await;
                 continue;
             }
         };
         let shard = shard.clone();
-        let (startup, stop) = (startup.clone(), stop.clone());
+        let (startup, stop, gatherer) = (startup.clone(), stop.clone(), gatherer.clone());
+        let open = open.clone();
+        open.set(open.get() + 1);
         glommio::spawn_local(async move {
             let service = hyper::service::service_fn(move |req| {
                 let (shard, startup, stop) = (shard.clone(), startup.clone(), stop.clone());
-                async move { Ok::<_, Infallible>(answer(&shard, &startup, &stop, req).await) }
+                let gatherer = gatherer.clone();
+                async move {
+                    Ok::<_, Infallible>(answer(&shard, &gatherer, &startup, &stop, req).await)
+                }
             });
             let conn = hyper::server::conn::http1::Builder::new()
-                .keep_alive(true)
+                .keep_alive(false)
+                .max_buf_size(MAX_BUF_BYTES)
                 .serve_connection(Io(stream), service);
             match glommio::timer::timeout(CONNECTION_TIMEOUT, async { Ok(conn.await) }).await {
                 Ok(Err(e)) => tracing::debug!(error = %e, "metrics connection failed"),
                 Err(_) => tracing::debug!("metrics connection closed after its time limit"),
                 Ok(Ok(())) => {}
             }
+            open.set(open.get() - 1);
         })
         .detach();
     }
@@ -84,6 +100,7 @@ fn ready(shard: &Shard, startup: &Startup, stop: &Shutdown) -> bool {
 
 async fn answer(
     shard: &Rc<Shard>,
+    gatherer: &Gatherer,
     startup: &Startup,
     stop: &Shutdown,
     req: Request<hyper::body::Incoming>,
@@ -93,7 +110,7 @@ async fn answer(
     }
     match req.uri().path() {
         "/metrics" => {
-            let body = render(gather(shard).await);
+            let body = render(gatherer.gather(shard).await);
             let mut r = Response::new(Full::new(Bytes::from(body)));
             r.headers_mut().insert(
                 hyper::header::CONTENT_TYPE,
@@ -114,24 +131,60 @@ fn text(status: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
     r
 }
 
-/// Every shard's snapshot (this one's taken here), in shard order; a shard that does
-/// not answer within [`SHARD_TIMEOUT`] (shutting down) is left out.
-pub async fn gather(shard: &Rc<Shard>) -> Scrape {
-    let mut waits = Vec::with_capacity(shard.nr_shards);
-    for to in (0..shard.nr_shards).filter(|&to| to != shard.id) {
-        let (reply, rx) = oneshot::channel();
-        shard.send(to, DataRequest::Metrics { reply }).await;
-        waits.push((to, rx));
-    }
-    let mut shards: Vec<ShardSnapshot> = vec![take(shard)];
-    for (to, rx) in waits {
-        match glommio::timer::timeout(SHARD_TIMEOUT, async { Ok(rx.await) }).await {
-            Ok(Ok(s)) => shards.push(s),
-            _ => tracing::debug!(shard = to, "no metrics snapshot from shard"),
+/// Gathers the shards' snapshots for a scrape, and keeps the last one of each so that
+/// a shard that does not answer in time is shown as it last was: its counters never
+/// seem to go back (which Prometheus would take for a restart). Lives on the control
+/// shard.
+#[derive(Default)]
+pub struct Gatherer {
+    last: std::cell::RefCell<Vec<Option<ShardSnapshot>>>,
+}
+
+impl Gatherer {
+    /// Every shard's snapshot (this one's taken here), in shard order. The others are
+    /// asked over the mesh and waited for at most [`GATHER_TIMEOUT`] in all (a stalled
+    /// or shutting-down shard); one without an answer is given as it last answered, or
+    /// left out if it never did.
+    pub async fn gather(&self, shard: &Rc<Shard>) -> Scrape {
+        let deadline = std::time::Instant::now() + GATHER_TIMEOUT;
+        let left = || deadline.saturating_duration_since(std::time::Instant::now());
+        let mut waits = Vec::with_capacity(shard.nr_shards);
+        for to in (0..shard.nr_shards).filter(|&to| to != shard.id) {
+            let (reply, rx) = oneshot::channel();
+            // Room in a stalled shard's channel may never come: bounded too.
+            let sent = glommio::timer::timeout(left(), async {
+                shard.send(to, DataRequest::Metrics { reply }).await;
+                Ok(())
+            })
+            .await;
+            if sent.is_ok() {
+                waits.push((to, rx));
+            }
+        }
+        let mut fresh: Vec<ShardSnapshot> = vec![take(shard)];
+        for (to, rx) in waits {
+            match glommio::timer::timeout(left(), async { Ok(rx.await) }).await {
+                Ok(Ok(s)) => fresh.push(s),
+                _ => tracing::debug!(shard = to, "no metrics snapshot from shard in time"),
+            }
+        }
+        let mut last = self.last.borrow_mut();
+        if last.len() < shard.nr_shards {
+            last.resize(shard.nr_shards, None);
+        }
+        for s in fresh {
+            let i = s.shard;
+            if let Some(slot) = last.get_mut(i) {
+                *slot = Some(s);
+            }
+        }
+        let shards = last.iter().flatten().cloned().collect();
+        Scrape {
+            shards,
+            broker: data_dir_gauges(&shard.config.data_dir),
+            consumer_lag: shard.config.metrics_consumer_lag,
         }
     }
-    shards.sort_by_key(|s| s.shard);
-    Scrape { shards, broker: data_dir_gauges(&shard.config.data_dir) }
 }
 
 /// glommio's stream as hyper's runtime I/O.

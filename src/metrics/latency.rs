@@ -24,7 +24,7 @@ pub struct Latency {
 
 impl Default for Latency {
     fn default() -> Self {
-        // 1 us .. MAX_US with 2 significant digits: a few KiB; the bounds are valid.
+        // 1 us .. MAX_US with 2 significant digits: about 26 KiB; the bounds are valid.
         let histogram = Histogram::new_with_bounds(1, MAX_US, 2).unwrap_or_else(|_| {
             Histogram::new(2).unwrap_or_else(|_| unreachable!("2 significant digits are valid"))
         });
@@ -45,28 +45,32 @@ impl Latency {
         self.histogram.len()
     }
 
-    /// The exported form: cumulative counts at [`BUCKETS_SECONDS`].
+    /// The exported form: cumulative counts at [`BUCKETS_SECONDS`], in one pass over
+    /// the recorded values. Values are kept at 2 significant digits, so one is counted
+    /// under a bound when the highest value of its hdrhistogram bucket is (a value at
+    /// a bound may land in the next bucket up).
     pub fn export(&self) -> ExportedLatency {
+        let mut counts = [0u64; BUCKETS_SECONDS.len()];
+        for v in self.histogram.iter_recorded() {
+            let us = self.histogram.highest_equivalent(v.value_iterated_to());
+            let first = BUCKETS_SECONDS.partition_point(|&b| ((b * 1e6) as u64) < us);
+            if let Some(c) = counts.get_mut(first) {
+                *c += v.count_at_value();
+            }
+        }
+        let mut cumulative = 0;
         let buckets = BUCKETS_SECONDS
             .iter()
-            .map(|&bound| {
-                let us = (bound * 1e6) as u64;
-                // Values are bucketed at 2 significant digits: a value is counted below
-                // `bound` when its bucket's highest equivalent value is.
-                let below = self
-                    .histogram
-                    .iter_recorded()
-                    .filter(|v| self.histogram.highest_equivalent(v.value_iterated_to()) <= us)
-                    .map(|v| v.count_at_value())
-                    .sum::<u64>();
-                (bound, below)
+            .zip(counts)
+            .map(|(&bound, n)| {
+                cumulative += n;
+                (bound, cumulative)
             })
             .collect();
         ExportedLatency {
             count: self.histogram.len(),
             sum_seconds: self.sum_us as f64 / 1e6,
             buckets,
-            p99_seconds: self.histogram.value_at_quantile(0.99) as f64 / 1e6,
         }
     }
 }
@@ -79,24 +83,6 @@ pub struct ExportedLatency {
     pub sum_seconds: f64,
     /// `(upper bound in seconds, cumulative count)`, one per [`BUCKETS_SECONDS`].
     pub buckets: Vec<(f64, u64)>,
-    /// The 99th percentile, seconds (0 when nothing was recorded).
-    pub p99_seconds: f64,
-}
-
-impl ExportedLatency {
-    /// Adds `other`'s counts (same bucket bounds) into `self`.
-    pub fn merge(&mut self, other: &ExportedLatency) {
-        if self.buckets.is_empty() {
-            self.buckets = other.buckets.clone();
-        } else {
-            for (mine, theirs) in self.buckets.iter_mut().zip(&other.buckets) {
-                mine.1 += theirs.1;
-            }
-        }
-        self.count += other.count;
-        self.sum_seconds += other.sum_seconds;
-        self.p99_seconds = self.p99_seconds.max(other.p99_seconds);
-    }
 }
 
 #[cfg(test)]
@@ -124,16 +110,14 @@ mod tests {
     }
 
     #[test]
-    fn merged_exports_add_counts() {
-        let mut a = Latency::default();
-        a.record(Duration::from_micros(80));
-        let mut b = Latency::default();
-        b.record(Duration::from_micros(90));
-        b.record(Duration::from_millis(2));
-        let mut m = a.export();
-        m.merge(&b.export());
-        assert_eq!(m.count, 3);
-        assert_eq!(m.buckets[1], (0.0001, 2));
-        assert_eq!(m.buckets.last().unwrap().1, 3);
+    fn values_on_a_bound_are_counted_under_it_when_exact() {
+        let mut l = Latency::default();
+        l.record(Duration::from_micros(50));
+        l.record(Duration::from_micros(100));
+        l.record(Duration::from_micros(101));
+        let e = l.export();
+        assert_eq!(e.buckets[0], (0.00005, 1));
+        assert_eq!(e.buckets[1], (0.0001, 2));
+        assert_eq!(e.buckets[2], (0.00025, 3));
     }
 }

@@ -38,10 +38,11 @@ impl Phase {
 /// Counters of one API on one shard.
 #[derive(Debug, Default)]
 struct ApiCounters {
-    /// Requests by version.
-    by_version: HashMap<i16, u64>,
-    /// Error codes (other than NONE) found in responses, by code.
-    errors: HashMap<i16, u64>,
+    /// Requests, indexed by version.
+    by_version: Vec<u64>,
+    /// `(error code, count)` of the codes (other than NONE) found in responses; a
+    /// handful per API, searched in order.
+    errors: Vec<(i16, u64)>,
     latency: [Latency; 3],
 }
 
@@ -65,7 +66,12 @@ pub struct TopicCounts {
 /// without atomics. A scrape gathers a [`Counters`] copy from every shard over the mesh.
 #[derive(Debug, Default)]
 pub struct ShardMetrics {
-    apis: RefCell<HashMap<i16, ApiCounters>>,
+    /// Indexed by API key (created on an API's first request).
+    apis: RefCell<Vec<Option<Box<ApiCounters>>>>,
+    /// Bytes appended and fetched over every topic, never pruned (per-topic counts
+    /// go with their topic; these stay monotonic).
+    bytes_in: std::cell::Cell<u64>,
+    bytes_out: std::cell::Cell<u64>,
     topics: RefCell<HashMap<String, TopicCounts>>,
     connections: RefCell<ConnectionCounts>,
     /// Messages sent to (index = peer shard) and received from each shard.
@@ -128,10 +134,13 @@ pub struct StorageCounts {
 }
 
 /// Connections accepted and closed by one shard.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct ConnectionCounts {
     pub accepted: u64,
     pub closed: u64,
+    /// Connections the broker closed (or refused), by reason
+    /// ([`crate::net::close::CloseReason::name`]), sorted.
+    pub closed_by_broker: Vec<(&'static str, u64)>,
 }
 
 /// Cross-shard messages of one shard, by peer.
@@ -171,6 +180,10 @@ pub struct Counters {
     pub apis: Vec<ApiSnapshot>,
     /// `(topic, counts)`, by topic name.
     pub topics: Vec<(String, TopicCounts)>,
+    /// Record batch bytes appended on this shard and sent by it in Fetch responses,
+    /// over every topic ever (monotonic, unlike the sum of `topics`).
+    pub bytes_in: u64,
+    pub bytes_out: u64,
     pub connections: ConnectionCounts,
     pub mesh: MeshCounts,
     pub executor: ExecutorCounts,
@@ -182,13 +195,24 @@ impl ShardMetrics {
     /// and the error codes its response carries (see [`super::errors`]).
     pub fn request(&self, api: ApiKey, version: i16, phases: [Duration; 3], errors: &[i16]) {
         let mut apis = self.apis.borrow_mut();
-        let c = apis.entry(api as i16).or_default();
-        *c.by_version.entry(version).or_default() += 1;
+        let key = (api as i16).max(0) as usize;
+        if apis.len() <= key {
+            apis.resize_with(key + 1, || None);
+        }
+        let c = apis[key].get_or_insert_with(Box::default);
+        let v = version.max(0) as usize;
+        if c.by_version.len() <= v {
+            c.by_version.resize(v + 1, 0);
+        }
+        c.by_version[v] += 1;
         for (latency, d) in c.latency.iter_mut().zip(phases) {
             latency.record(d);
         }
         for &code in errors {
-            *c.errors.entry(code).or_default() += 1;
+            match c.errors.iter_mut().find(|(e, _)| *e == code) {
+                Some((_, n)) => *n += 1,
+                None => c.errors.push((code, 1)),
+            }
         }
     }
 
@@ -214,6 +238,7 @@ impl ShardMetrics {
 
     /// Counts record batches of `topic` appended on this (owning) shard.
     pub fn appended(&self, topic: &str, bytes: u64, records: u64) {
+        self.bytes_in.set(self.bytes_in.get() + bytes);
         self.topic(topic, |t| {
             t.bytes_in += bytes;
             t.records_in += records;
@@ -222,6 +247,7 @@ impl ShardMetrics {
 
     /// Counts record batches of `topic` put into a Fetch response on this shard.
     pub fn fetched(&self, topic: &str, bytes: u64, records: u64) {
+        self.bytes_out.set(self.bytes_out.get() + bytes);
         self.topic(topic, |t| {
             t.bytes_out += bytes;
             t.records_out += records;
@@ -251,6 +277,18 @@ impl ShardMetrics {
         self.connections.borrow_mut().closed += 1;
     }
 
+    /// Counts a connection the broker closed or refused for `reason`.
+    pub fn closed_by_broker(&self, reason: &'static str) {
+        let mut c = self.connections.borrow_mut();
+        match c.closed_by_broker.iter_mut().find(|(r, _)| *r == reason) {
+            Some((_, n)) => *n += 1,
+            None => {
+                c.closed_by_broker.push((reason, 1));
+                c.closed_by_broker.sort();
+            }
+        }
+    }
+
     /// Counts a message sent to shard `to`.
     pub fn mesh_sent(&self, to: usize) {
         bump(&mut self.mesh.borrow_mut().sent, to);
@@ -274,18 +312,26 @@ impl ShardMetrics {
 
     /// A copy of every counter, sorted (APIs by key, topics by name).
     pub fn counters(&self) -> Counters {
-        let mut apis: Vec<ApiSnapshot> = self
+        let apis: Vec<ApiSnapshot> = self
             .apis
             .borrow()
             .iter()
-            .map(|(&api_key, c)| ApiSnapshot {
-                api_key,
-                by_version: sorted(&c.by_version),
-                errors: sorted(&c.errors),
-                latency: c.latency.iter().map(Latency::export).collect(),
+            .enumerate()
+            .filter_map(|(key, c)| Some((key as i16, c.as_ref()?)))
+            .map(|(api_key, c)| {
+                let mut errors = c.errors.clone();
+                errors.sort();
+                ApiSnapshot {
+                    api_key,
+                    by_version: (0..)
+                        .zip(c.by_version.iter().copied())
+                        .filter(|&(_, n)| n > 0)
+                        .collect(),
+                    errors,
+                    latency: c.latency.iter().map(Latency::export).collect(),
+                }
             })
             .collect();
-        apis.sort_by_key(|a| a.api_key);
         let mut topics: Vec<(String, TopicCounts)> =
             self.topics.borrow().iter().map(|(k, v)| (k.clone(), *v)).collect();
         topics.sort_by(|a, b| a.0.cmp(&b.0));
@@ -301,7 +347,9 @@ impl ShardMetrics {
         Counters {
             apis,
             topics,
-            connections: *self.connections.borrow(),
+            bytes_in: self.bytes_in.get(),
+            bytes_out: self.bytes_out.get(),
+            connections: self.connections.borrow().clone(),
             mesh: self.mesh.borrow().clone(),
             executor: *self.executor.borrow(),
             storage,
@@ -314,12 +362,6 @@ fn bump(v: &mut Vec<u64>, i: usize) {
         v.resize(i + 1, 0);
     }
     v[i] += 1;
-}
-
-fn sorted<K: Copy + Ord>(m: &HashMap<K, u64>) -> Vec<(K, u64)> {
-    let mut v: Vec<(K, u64)> = m.iter().map(|(&k, &n)| (k, n)).collect();
-    v.sort();
-    v
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ use glommio::net::TcpStream;
 use kafka_protocol::messages::{ApiKey, ResponseHeader, ResponseKind};
 use kafka_protocol::protocol::Encodable;
 
+use super::close::{closing, CloseReason};
 use super::limits::{ConnectionBudget, Reservation};
 use super::segments::Segments;
 use super::split::{write_all_parts, Half};
@@ -187,7 +188,9 @@ async fn read_loop(
         let size = match check_frame_length(prefix, max) {
             Ok(size) => size,
             Err(e) => {
-                tracing::warn!(?peer, error = ?e, "closing connection: bad frame length");
+                if closing(CloseReason::BadFrameLength) {
+                    tracing::warn!(?peer, error = ?e, "closing connection: bad frame length");
+                }
                 return;
             }
         };
@@ -212,7 +215,9 @@ async fn read_loop(
         let mut request = match decode_request(frame) {
             Ok(r) => r,
             Err(e) => {
-                tracing::warn!(?peer, error = ?e, "closing connection: bad request header");
+                if closing(CloseReason::BadRequestHeader) {
+                    tracing::warn!(?peer, error = ?e, "closing connection: bad request header");
+                }
                 return;
             }
         };
@@ -250,13 +255,16 @@ async fn read_loop(
             match Labeled::new(label.clone(), handlers::dispatch(&ctx, request)).await {
                 Ok(d) => d,
                 Err(refusal) => {
-                    tracing::warn!(
-                        ?peer,
-                        api_key,
-                        api_version,
-                        ?refusal,
-                        "closing connection: request refused"
-                    );
+                    if closing(CloseReason::RequestRefused) {
+                        tracing::warn!(
+                            ?peer,
+                            client_id = %ctx.client_id,
+                            api_key,
+                            api_version,
+                            ?refusal,
+                            "closing connection: request refused"
+                        );
+                    }
                     return;
                 }
             };
@@ -391,6 +399,7 @@ async fn write_one(
     let frame = match encode(correlation_id, api, response_version, &response) {
         Ok(frame) => frame,
         Err(e) => {
+            closing(CloseReason::EncodingFailed);
             tracing::error!(
                 ?peer,
                 ?api,
@@ -403,7 +412,9 @@ async fn write_one(
     };
     if let Err(e) = write_all_parts(writer, &frame, stall).await {
         if e.kind() == std::io::ErrorKind::TimedOut {
-            tracing::info!(?peer, ?api, error = %e, "closing connection: the client stopped reading its responses");
+            if closing(CloseReason::StoppedReading) {
+                tracing::info!(?peer, ?api, error = %e, "closing connection: the client stopped reading its responses");
+            }
         } else {
             tracing::debug!(?peer, error = %e, "write failed");
         }

@@ -74,11 +74,15 @@ pub async fn run(
                         }
                         Err(Refused::Full) => break None,
                         Err(refused) => {
-                            tracing::info!(
-                                ?peer,
-                                ?refused,
-                                "closing new connection: too many connections"
-                            );
+                            if super::close::closing(
+                                super::close::CloseReason::TooManyConnectionsPerIp,
+                            ) {
+                                tracing::info!(
+                                    ?peer,
+                                    ?refused,
+                                    "closing new connection: too many connections"
+                                );
+                            }
                             break None;
                         }
                     }

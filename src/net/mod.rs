@@ -2,6 +2,7 @@
 //! each client [`connection`]. Frames are read into `Bytes`, dispatched to
 //! [`crate::handlers`], and responses written strictly in request order.
 
+pub mod close;
 pub mod connection;
 pub mod limits;
 pub mod listener;

@@ -195,7 +195,10 @@ async fn execute_data(shard: &Rc<Shard>, request: DataRequest) {
             });
         }
         DataRequest::Metrics { reply } => {
-            let _ = reply.send(crate::metrics::snapshot::take(shard));
+            // A scrape that gave up on this shard (it was slow) wants no snapshot.
+            if !reply.is_canceled() {
+                let _ = reply.send(crate::metrics::snapshot::take(shard));
+            }
         }
         DataRequest::Group { call, reply } => {
             shard.groups.submit(*call, reply).await;
@@ -259,7 +262,8 @@ async fn start_append(
     let started = std::time::Instant::now();
     let mut append: Pin<Box<dyn Future<Output = _>>> = Box::pin(async move {
         let r = log.append(batch, now_ms).await;
-        if r.is_ok() {
+        // A retried duplicate appended nothing (its offsets are the original's).
+        if r.as_ref().is_ok_and(|info| !info.duplicate) {
             crate::metrics::with(|m| {
                 m.appended(&topic, bytes, records);
                 m.timed(crate::metrics::Timed::Append, started.elapsed());

@@ -168,6 +168,21 @@ def test_raw_requests_and_their_errors_are_counted_exactly(broker):
                what="the raw connection to be counted closed")
 
 
+def test_connections_the_broker_closes_are_counted_by_reason(broker):
+    from helpers import connection_closed_by_peer
+    for length in (-5, 1 << 30):  # negative, and over --max-request-bytes
+        with raw_connect(broker.bootstrap) as sock:
+            sock.sendall(struct.pack(">i", length))
+            assert connection_closed_by_peer(sock)[0]
+    with raw_connect(broker.bootstrap) as sock:
+        sock.sendall(frame(request_header_v1(18, 0, 1)[:5]))  # a header cut short
+        assert connection_closed_by_peer(sock)[0]
+    s = scrape(broker)
+    assert total(s, "shardlog_connections_closed_by_broker_total", reason="bad_frame_length") == 2
+    assert total(s, "shardlog_connections_closed_by_broker_total", reason="bad_request_header") == 1
+    assert total(s, "shardlog_connections_closed_by_broker_total", reason="request_refused") == 0
+
+
 def test_deleted_topics_leave_the_metrics(broker):
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient
