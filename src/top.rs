@@ -88,8 +88,11 @@ fn fetch(agent: &ureq::Agent, url: &str) -> Result<Vec<Sample>, String> {
 pub struct ShardRow {
     /// Share of the interval the shard's executor ran tasks, 0..1.
     pub busy: f64,
+    /// Client connections open at the end of the interval.
     pub connections: f64,
+    /// Requests answered per second.
     pub requests_per_s: f64,
+    /// Record batch MB (10^6 bytes) per second appended on, and fetched from, it.
     pub mb_in_per_s: f64,
     pub mb_out_per_s: f64,
 }

@@ -20,16 +20,19 @@ use super::snapshot::ShardSnapshot;
 /// Broker-wide values read by the scraping shard.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct BrokerGauges {
-    /// Free and total bytes of the filesystem holding the data dir (`statvfs`; -1 when
-    /// it cannot be read).
+    /// Bytes free (to unprivileged users) on the filesystem holding the data dir
+    /// (`statvfs`; -1 when it cannot be read).
     pub data_dir_free_bytes: i64,
+    /// That filesystem's size, bytes (-1 when it cannot be read).
     pub data_dir_total_bytes: i64,
 }
 
 /// Everything one scrape shows.
 #[derive(Debug, Clone, Default)]
 pub struct Scrape {
+    /// One per shard that answered (or answered before), in shard order.
     pub shards: Vec<ShardSnapshot>,
+    /// Broker-wide values.
     pub broker: BrokerGauges,
     /// Whether to export committed offsets and lag per group and partition
     /// (`--metrics-consumer-lag`).

@@ -23,6 +23,7 @@ pub enum Phase {
 }
 
 impl Phase {
+    /// Every phase, in the order of a request's life (and of `ApiSnapshot::latency`).
     pub const ALL: [Phase; 3] = [Phase::Queue, Phase::Handle, Phase::Send];
 
     /// The `phase` label value.
@@ -108,6 +109,7 @@ pub enum Timed {
 }
 
 impl Timed {
+    /// Every timed operation, in the order of `StorageCounts::latency`.
     pub const ALL: [Timed; 4] = [Timed::Append, Timed::Write, Timed::Fdatasync, Timed::FetchWait];
 
     /// The `op` label value.
@@ -126,8 +128,9 @@ impl Timed {
 pub struct StorageCounts {
     /// One per [`Timed`], in [`Timed::ALL`] order.
     pub latency: Vec<ExportedLatency>,
-    /// Log reads served from the batch cache, and those that read a segment.
+    /// Log reads served from the batch cache.
     pub cache_hits: u64,
+    /// Log reads that read a segment file (not in the cache).
     pub cache_misses: u64,
     /// Bytes read from segment files (DMA reads, whole aligned windows).
     pub disk_read_bytes: u64,
@@ -136,7 +139,9 @@ pub struct StorageCounts {
 /// Connections accepted and closed by one shard.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct ConnectionCounts {
+    /// Connections this shard accepted (and served), since start.
     pub accepted: u64,
+    /// Of those, the ones that have closed.
     pub closed: u64,
     /// Connections the broker closed (or refused), by reason
     /// ([`crate::net::close::CloseReason::name`]), sorted.
@@ -146,7 +151,9 @@ pub struct ConnectionCounts {
 /// Cross-shard messages of one shard, by peer.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct MeshCounts {
+    /// Messages sent, indexed by destination shard.
     pub sent: Vec<u64>,
+    /// Messages received, indexed by sending shard.
     pub received: Vec<u64>,
 }
 
@@ -159,12 +166,14 @@ pub struct ExecutorCounts {
     pub busy_with_io_seconds: f64,
     /// Times the scheduler picked a task queue.
     pub scheduler_runs: u64,
+    /// Tasks run (over every task queue).
     pub tasks_executed: u64,
 }
 
 /// One API's counters as they cross to the scraping shard.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ApiSnapshot {
+    /// Kafka's API key (Produce = 0, Fetch = 1, ...).
     pub api_key: i16,
     /// `(version, requests)`, by version.
     pub by_version: Vec<(i16, u64)>,
@@ -177,6 +186,7 @@ pub struct ApiSnapshot {
 /// A copy of one shard's counters, made on that shard for a scrape (`Send`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Counters {
+    /// APIs with at least one request, by API key.
     pub apis: Vec<ApiSnapshot>,
     /// `(topic, counts)`, by topic name.
     pub topics: Vec<(String, TopicCounts)>,
@@ -184,9 +194,13 @@ pub struct Counters {
     /// over every topic ever (monotonic, unlike the sum of `topics`).
     pub bytes_in: u64,
     pub bytes_out: u64,
+    /// Client connections of this shard.
     pub connections: ConnectionCounts,
+    /// Cross-shard messages of this shard.
     pub mesh: MeshCounts,
+    /// This shard's executor.
     pub executor: ExecutorCounts,
+    /// Storage and fetch timings and the batch cache's hits.
     pub storage: StorageCounts,
 }
 
@@ -269,10 +283,12 @@ impl ShardMetrics {
         self.topics.borrow_mut().retain(|name, _| keep(name));
     }
 
+    /// Counts a connection this shard starts serving.
     pub fn connection_accepted(&self) {
         self.connections.borrow_mut().accepted += 1;
     }
 
+    /// Counts a connection of this shard that closed (for any reason).
     pub fn connection_closed(&self) {
         self.connections.borrow_mut().closed += 1;
     }

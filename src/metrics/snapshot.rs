@@ -10,7 +10,9 @@ use crate::shard::Shard;
 /// describes and sent (it is `Send`) to the shard serving the scrape.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ShardSnapshot {
+    /// The shard described (its index in the mesh).
     pub shard: usize,
+    /// Its counters since start.
     pub counters: Counters,
     /// Data partitions this shard owns with an open log.
     pub partitions: u64,
@@ -18,8 +20,9 @@ pub struct ShardSnapshot {
     pub offline_partitions: u64,
     /// Bytes of record batches in those logs (data partitions only).
     pub log_bytes: u64,
-    /// Bytes of batches in the shard's batch cache, and its budget.
+    /// Bytes of batches in the shard's batch cache.
     pub cache_used_bytes: u64,
+    /// The shard's share of `--cache-bytes`, bytes.
     pub cache_budget_bytes: u64,
     /// The groups this shard coordinates.
     pub groups: Vec<GroupSummary>,
