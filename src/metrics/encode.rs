@@ -296,6 +296,33 @@ impl Collector for Scrape {
             "Cross-shard messages received, by shard and sending shard.",
             pairs(|s| &s.counters.mesh.received),
         )?;
+        // glommio's channels do not expose their length: messages sent minus messages
+        // received, read from two snapshots taken a moment apart.
+        let received = |by: usize, from: usize| -> Option<u64> {
+            let s = shards.iter().find(|s| s.shard == by)?;
+            Some(s.counters.mesh.received.get(from).copied().unwrap_or(0))
+        };
+        gauges(
+            e,
+            "shardlog_mesh_queue_depth",
+            "Cross-shard messages sent by shard to peer and not yet taken by peer \
+             (estimated from the two shards' counters).",
+            shards.iter().flat_map(|s| {
+                let received = &received;
+                s.counters
+                    .mesh
+                    .sent
+                    .iter()
+                    .enumerate()
+                    .filter(move |&(peer, _)| peer != s.shard)
+                    .filter_map(move |(peer, &sent)| {
+                        let taken = received(peer, s.shard)?;
+                        let labels =
+                            vec![("shard", s.shard.to_string()), ("peer", peer.to_string())];
+                        Some((labels, sent.saturating_sub(taken) as i64))
+                    })
+            }),
+        )?;
         counters(
             e,
             "shardlog_executor_busy_seconds",
@@ -490,6 +517,10 @@ mod tests {
         m.appended("orders", 4096, 10);
         m.mesh_sent(0);
         m.mesh_sent(1);
+        m.mesh_sent(1);
+        m.mesh_sent(1);
+        let other = ShardMetrics::default();
+        other.mesh_received(0);
         let shard = ShardSnapshot {
             shard: 0,
             counters: m.counters(),
@@ -513,8 +544,9 @@ mod tests {
             ],
             ..Default::default()
         };
+        let other = ShardSnapshot { shard: 1, counters: other.counters(), ..Default::default() };
         let text = render(Scrape {
-            shards: vec![shard],
+            shards: vec![shard, other],
             broker: BrokerGauges { data_dir_free_bytes: 5, data_dir_total_bytes: 9 },
             consumer_lag: true,
         });
@@ -528,7 +560,8 @@ mod tests {
             r#"shardlog_request_duration_seconds_sum{shard="0",api="Produce",phase="handle"} 0.002"#,
             r#"shardlog_topic_bytes_in_total{topic="orders"} 4096"#,
             r#"shardlog_topic_records_in_total{topic="orders"} 10"#,
-            r#"shardlog_mesh_messages_sent_total{shard="0",peer="1"} 1"#,
+            r#"shardlog_mesh_messages_sent_total{shard="0",peer="1"} 3"#,
+            r#"shardlog_mesh_queue_depth{shard="0",peer="1"} 2"#,
             r#"shardlog_partitions{shard="0"} 3"#,
             r#"shardlog_consumer_groups{type="classic",state="Stable"} 1"#,
             r#"shardlog_consumer_group_members{group="g"} 2"#,
@@ -549,6 +582,6 @@ mod tests {
         // No lag for a topic without a high watermark (deleted).
         assert!(!text.contains(r#"shardlog_consumer_group_lag{group="g",topic="gone""#), "{text}");
         // A shard's messages to itself are not series.
-        assert!(!text.contains(r#"peer="0""#), "{text}");
+        assert!(!text.contains(r#"shard="0",peer="0""#), "{text}");
     }
 }
