@@ -27,7 +27,14 @@ thread_local! {
     static METRICS: ShardMetrics = ShardMetrics::default();
 }
 
-/// Runs `f` with this thread's (this shard's) metrics.
-pub fn with<T>(f: impl FnOnce(&ShardMetrics) -> T) -> T {
+/// Counts something in this thread's (this shard's) metrics. Does nothing once the
+/// thread is tearing down its thread-locals (glommio drops the executor's last
+/// tasks, and so their connections, from a thread-local destructor too).
+pub fn with(f: impl FnOnce(&ShardMetrics)) {
+    let _ = METRICS.try_with(f);
+}
+
+/// Reads this thread's (this shard's) metrics (for a scrape, on a running shard).
+pub fn read<T>(f: impl FnOnce(&ShardMetrics) -> T) -> T {
     METRICS.with(f)
 }

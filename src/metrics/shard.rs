@@ -63,7 +63,7 @@ pub struct TopicCounts {
 }
 
 /// Everything one shard counts about itself. Lives on that shard's core only
-/// (reached through [`super::with`]); never shared, so the data path updates it
+/// (reached through [`super::with`] and [`super::read`]); never shared, so the data path updates it
 /// without atomics. A scrape gathers a [`Counters`] copy from every shard over the mesh.
 #[derive(Debug, Default)]
 pub struct ShardMetrics {

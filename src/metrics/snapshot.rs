@@ -33,7 +33,7 @@ pub struct ShardSnapshot {
 
 /// Reads this shard's counters and gauges (on `shard`'s own core).
 pub fn take(shard: &Rc<Shard>) -> ShardSnapshot {
-    let counters = super::with(|m| {
+    let counters = super::read(|m| {
         m.take_executor_stats();
         m.counters()
     });
