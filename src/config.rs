@@ -332,7 +332,14 @@ impl Config {
 
     /// Checks values clap cannot: ranges that would make the broker useless.
     pub fn validate(&self) -> Result<(), String> {
-        self.metrics_addr()?;
+        if let Some(m) = self.metrics_addr()? {
+            if m.port() != 0 && m.port() == self.listen.port() {
+                return Err(format!(
+                    "--metrics-listen ({m}) and --listen ({}) must use different ports",
+                    self.listen
+                ));
+            }
+        }
         if self.max_request_bytes < 1024 {
             return Err(format!(
                 "--max-request-bytes must be at least 1024, got {}",
@@ -437,6 +444,24 @@ pub fn physical_memory() -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_metrics_endpoint_needs_its_own_port_and_an_ip_address() {
+        let parse =
+            |args: &[&str]| Config::parse_from(["shardlog"].iter().chain(args).copied()).validate();
+        assert_eq!(parse(&[]), Ok(()));
+        assert_eq!(parse(&["--metrics-listen", ""]), Ok(()));
+        let same = parse(&["--listen", "127.0.0.1:9500", "--metrics-listen", "0.0.0.0:9500"]);
+        assert_eq!(
+            same,
+            Err("--metrics-listen (0.0.0.0:9500) and --listen (127.0.0.1:9500) must use \
+                 different ports"
+                .to_string())
+        );
+        assert!(parse(&["--metrics-listen", "localhost:x"]).is_err_and(|e| e.starts_with(
+            "--metrics-listen must be host:port with an IP address or empty, got \"localhost:x\""
+        )));
+    }
 
     #[test]
     fn the_default_cache_is_a_quarter_of_memory_up_to_1_gib() {

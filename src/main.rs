@@ -312,7 +312,8 @@ fn start_metrics_endpoint(shard: &std::rc::Rc<Shard>, startup: &Startup, shutdow
     };
     match shardlog::metrics::http::bind(addr) {
         Ok(listener) => {
-            tracing::info!(metrics_listen = %addr, "metrics endpoint: /metrics, /healthz, /readyz");
+            let bound = listener.local_addr().map_or(addr.to_string(), |a| a.to_string());
+            tracing::info!(metrics_listen = %bound, "metrics endpoint: /metrics, /healthz, /readyz");
             glommio::spawn_local(shardlog::metrics::http::run(
                 shard.clone(),
                 listener,

@@ -26,12 +26,17 @@ use crate::shutdown::{Shutdown, Startup};
 /// a shard that has not answered by then is shown as it last answered.
 const GATHER_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// Longest one HTTP connection may stay open (a client that stalls mid-request is
-/// dropped after this). Every connection serves one request (no keep-alive).
-const CONNECTION_TIMEOUT: Duration = Duration::from_secs(30);
+/// Longest one HTTP connection may stay open (a client that stalls mid-request, or
+/// reads its response too slowly, is dropped after this; Prometheus' default scrape
+/// timeout is the same). Every connection serves one request (no keep-alive).
+const CONNECTION_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Most HTTP connections open at once; more are closed at once.
-const MAX_CONNECTIONS: usize = 64;
+/// Most HTTP connections open at once; more are closed at once (and logged, at most
+/// once per [`REFUSAL_LOG_EVERY`]).
+const MAX_CONNECTIONS: usize = 256;
+
+/// Least time between two warnings about refused metrics connections.
+const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(10);
 
 /// hyper's read buffer limit per connection, bytes (its minimum is 8 KiB): a request
 /// with larger headers is refused.
@@ -53,10 +58,22 @@ pub fn bind(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
 pub async fn run(shard: Rc<Shard>, listener: TcpListener, startup: Startup, stop: Shutdown) {
     let gatherer = Rc::new(Gatherer::default());
     let open = Rc::new(std::cell::Cell::new(0usize));
+    let mut refused = 0u64;
+    let mut warned: Option<std::time::Instant> = None;
     loop {
         let stream = match listener.accept().await {
             Ok(stream) if open.get() >= MAX_CONNECTIONS => {
                 drop(stream);
+                refused += 1;
+                if warned.is_none_or(|t| t.elapsed() >= REFUSAL_LOG_EVERY) {
+                    tracing::warn!(
+                        open = open.get(),
+                        refused,
+                        "metrics endpoint: too many connections open; refusing new ones"
+                    );
+                    warned = Some(std::time::Instant::now());
+                    refused = 0;
+                }
                 continue;
             }
             Ok(stream) => stream,
