@@ -68,6 +68,13 @@ pub struct Config {
     #[arg(long, env = "SHARDLOG_METRICS_CONSUMER_LAG", default_value_t = true, action = clap::ArgAction::Set)]
     pub metrics_consumer_lag: bool,
 
+    /// Export record batch bytes in and out per partition
+    /// (`shardlog_partition_bytes_in_total`, `shardlog_partition_bytes_out_total`; what
+    /// `shardlog top` ranks the busiest partitions by): two series per partition that
+    /// moved data since start.
+    #[arg(long, env = "SHARDLOG_METRICS_PARTITIONS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub metrics_partitions: bool,
+
     /// This broker's node id (Kafka `node.id`).
     #[arg(long, env = "SHARDLOG_NODE_ID", default_value_t = 0)]
     pub node_id: i32,

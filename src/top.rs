@@ -2,7 +2,8 @@
 //! (`--metrics-listen`) once per interval. Rates are the difference of two scrapes:
 //! per shard the CPU busy share, connections, requests/s and MB/s in and out; per API
 //! the requests/s, errors/s and the p99 of the time to a ready response over the
-//! interval; and the busiest topics. Runs on the caller's thread, no executor.
+//! interval; and the busiest partitions and topics. Runs on the caller's thread, no
+//! executor.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -21,12 +22,16 @@ pub struct TopArgs {
     /// Seconds between refreshes (0.1 to 3600).
     #[arg(long, default_value_t = 1.0, value_parser = interval_seconds)]
     pub interval: f64,
-    /// Refreshes to show before exiting (default: until interrupted).
-    #[arg(long)]
+    /// Refreshes to show before exiting, at least 1 (default: until interrupted).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub iterations: Option<u64>,
     /// Topics to list, busiest first.
     #[arg(long, default_value_t = 10)]
     pub topics: usize,
+    /// Partitions to list, busiest first (the broker's `--metrics-partitions` must be
+    /// on for them to be known).
+    #[arg(long, default_value_t = 10)]
+    pub partitions: usize,
 }
 
 fn interval_seconds(text: &str) -> Result<f64, String> {
@@ -43,6 +48,7 @@ fn interval_seconds(text: &str) -> Result<f64, String> {
 pub fn run(args: &TopArgs) -> Result<(), String> {
     let agent: ureq::Agent =
         ureq::Agent::config_builder().timeout_global(Some(Duration::from_secs(5))).build().into();
+    check_address(&args.metrics)?;
     let url = format!("http://{}/metrics", args.metrics);
     let interval = Duration::from_secs_f64(args.interval);
     let clear = std::io::IsTerminal::is_terminal(&std::io::stdout());
@@ -59,7 +65,8 @@ pub fn run(args: &TopArgs) -> Result<(), String> {
             }
         };
         let seconds = now.0.duration_since(before.0).as_secs_f64();
-        let view = render(&View::between(&before.1, &now.1, seconds), &args.metrics, args.topics);
+        let view = View::between(&before.1, &now.1, seconds);
+        let view = render(&view, &args.metrics, args.topics, args.partitions);
         if clear {
             print!("\x1b[2J\x1b[H");
         }
@@ -70,6 +77,18 @@ pub fn run(args: &TopArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// Refuses an endpoint that is not `host:port` (with a port that is a number), so a
+/// typo is not reported as a connection failure.
+fn check_address(addr: &str) -> Result<(), String> {
+    let port = addr.rsplit_once(':').map(|(host, port)| (host, port.parse::<u16>()));
+    match port {
+        Some((host, Ok(_))) if !host.is_empty() && !host.contains('/') => Ok(()),
+        _ => Err(format!("--metrics {addr:?} is not host:port (e.g. 127.0.0.1:9644)")),
+    }
+}
+
+/// Reads one scrape: an error if the endpoint cannot be read, is not in the
+/// Prometheus text format, or is not a shardlog broker's (no `shardlog_shards`).
 fn fetch(agent: &ureq::Agent, url: &str) -> Result<Vec<Sample>, String> {
     let body = agent
         .get(url)
@@ -78,9 +97,13 @@ fn fetch(agent: &ureq::Agent, url: &str) -> Result<Vec<Sample>, String> {
         .body_mut()
         .read_to_string()
         .map_err(|e| format!("cannot read {url}: {e}"))?;
-    Scrape::parse(body.lines().map(|l| Ok(l.to_string())))
+    let samples = Scrape::parse(body.lines().map(|l| Ok(l.to_string())))
         .map(|s| s.samples)
-        .map_err(|e| format!("{url} is not in the Prometheus text format: {e}"))
+        .map_err(|e| format!("{url} is not in the Prometheus text format: {e}"))?;
+    if !samples.iter().any(|s| s.metric == "shardlog_shards") {
+        return Err(format!("{url} has no shardlog metrics: is it a broker's --metrics-listen?"));
+    }
+    Ok(samples)
 }
 
 /// One row per shard.
@@ -116,12 +139,36 @@ pub struct TopicRow {
     pub records_in_per_s: f64,
 }
 
+/// One row per partition: MB (10^6 bytes) per second appended and fetched.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct PartitionRow {
+    pub mb_in_per_s: f64,
+    pub mb_out_per_s: f64,
+}
+
 /// What one refresh shows: rates between two scrapes.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct View {
     pub shards: BTreeMap<u32, ShardRow>,
     pub apis: BTreeMap<String, ApiRow>,
+    /// Busiest first (MB/s in plus out), then by name.
     pub topics: Vec<(String, TopicRow)>,
+    /// `((topic, partition), rates)`, busiest first, then by topic and partition.
+    pub partitions: Vec<((String, i32), PartitionRow)>,
+}
+
+/// `metric` per `(topic, partition)` label pair.
+fn by_partition(samples: &[Sample], metric: &str) -> BTreeMap<(String, i32), f64> {
+    let mut out = BTreeMap::new();
+    for s in samples.iter().filter(|s| s.metric == metric) {
+        let (Some(t), Some(Ok(p))) =
+            (s.labels.get("topic"), s.labels.get("partition").map(str::parse::<i32>))
+        else {
+            continue;
+        };
+        *out.entry((t.to_string(), p)).or_default() += scalar(s);
+    }
+    out
 }
 
 const MB: f64 = 1e6;
@@ -254,12 +301,44 @@ impl View {
             load(&b.1).total_cmp(&load(&a.1)).then(a.0.cmp(&b.0))
         });
         view.topics = topics;
+        let p_rate = |metric: &str| -> BTreeMap<(String, i32), f64> {
+            let before = by_partition(a, metric);
+            by_partition(b, metric)
+                .into_iter()
+                .map(|(k, v)| {
+                    let d = v - before.get(&k).copied().unwrap_or(0.0);
+                    (k, d.max(0.0) / seconds)
+                })
+                .collect()
+        };
+        let p_in = p_rate("shardlog_partition_bytes_in_total");
+        let p_out = p_rate("shardlog_partition_bytes_out_total");
+        let mut partitions: Vec<((String, i32), PartitionRow)> = p_in
+            .keys()
+            .chain(p_out.keys())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .map(|k| {
+                let get = |m: &BTreeMap<(String, i32), f64>| m.get(k).copied().unwrap_or(0.0);
+                (
+                    k.clone(),
+                    PartitionRow { mb_in_per_s: get(&p_in) / MB, mb_out_per_s: get(&p_out) / MB },
+                )
+            })
+            .filter(|(_, r)| r.mb_in_per_s + r.mb_out_per_s > 0.0)
+            .collect();
+        partitions.sort_by(|a, b| {
+            let load = |r: &PartitionRow| r.mb_in_per_s + r.mb_out_per_s;
+            load(&b.1).total_cmp(&load(&a.1)).then(a.0.cmp(&b.0))
+        });
+        view.partitions = partitions;
         view
     }
 }
 
-/// The refresh as text: three tables (shards, APIs, busiest topics).
-pub fn render(view: &View, endpoint: &str, max_topics: usize) -> String {
+/// The refresh as text: four tables (shards, APIs, busiest partitions, busiest
+/// topics), with at most `max_topics` topics and `max_partitions` partitions.
+pub fn render(view: &View, endpoint: &str, max_topics: usize, max_partitions: usize) -> String {
     let mut shards = Table::new();
     shards.load_style(UTF8_BORDERS_ONLY).set_header(vec![
         "shard",
@@ -313,7 +392,22 @@ pub fn render(view: &View, endpoint: &str, max_topics: usize) -> String {
             format!("{:.0}", r.records_in_per_s),
         ]);
     }
-    format!("shardlog top: {endpoint}\n{shards}\n{apis}\n{topics}")
+    let mut partitions = Table::new();
+    partitions.load_style(UTF8_BORDERS_ONLY).set_header(vec![
+        "topic",
+        "partition",
+        "MB/s in",
+        "MB/s out",
+    ]);
+    for ((t, p), r) in view.partitions.iter().take(max_partitions) {
+        partitions.add_row(vec![
+            t.clone(),
+            p.to_string(),
+            format!("{:.2}", r.mb_in_per_s),
+            format!("{:.2}", r.mb_out_per_s),
+        ]);
+    }
+    format!("shardlog top: {endpoint}\n{shards}\n{apis}\n{partitions}\n{topics}")
 }
 
 #[cfg(test)]
@@ -334,6 +428,9 @@ shardlog_requests_total{shard=\"0\",api=\"Produce\",version=\"9\"} 100
 shardlog_bytes_in_total{shard=\"0\"} 1000000
 # TYPE shardlog_topic_bytes_in_total counter
 shardlog_topic_bytes_in_total{topic=\"a\"} 1000000
+# TYPE shardlog_partition_bytes_in_total counter
+shardlog_partition_bytes_in_total{topic=\"a\",partition=\"0\"} 1000000
+shardlog_partition_bytes_in_total{topic=\"a\",partition=\"1\"} 0
 # TYPE shardlog_request_duration_seconds histogram
 shardlog_request_duration_seconds_bucket{shard=\"0\",api=\"Produce\",phase=\"handle\",le=\"0.001\"} 100
 shardlog_request_duration_seconds_bucket{shard=\"0\",api=\"Produce\",phase=\"handle\",le=\"0.01\"} 100
@@ -353,6 +450,12 @@ shardlog_bytes_in_total{shard=\"0\"} 5000000
 # TYPE shardlog_topic_bytes_in_total counter
 shardlog_topic_bytes_in_total{topic=\"a\"} 5000000
 shardlog_topic_bytes_in_total{topic=\"b\"} 6000000
+# TYPE shardlog_partition_bytes_in_total counter
+shardlog_partition_bytes_in_total{topic=\"a\",partition=\"0\"} 2000000
+shardlog_partition_bytes_in_total{topic=\"a\",partition=\"1\"} 3000000
+shardlog_partition_bytes_in_total{topic=\"b\",partition=\"7\"} 6000000
+# TYPE shardlog_partition_bytes_out_total counter
+shardlog_partition_bytes_out_total{topic=\"a\",partition=\"0\"} 2000000
 # TYPE shardlog_request_duration_seconds histogram
 shardlog_request_duration_seconds_bucket{shard=\"0\",api=\"Produce\",phase=\"handle\",le=\"0.001\"} 101
 shardlog_request_duration_seconds_bucket{shard=\"0\",api=\"Produce\",phase=\"handle\",le=\"0.01\"} 300
@@ -376,8 +479,28 @@ shardlog_request_duration_seconds_count{shard=\"0\",api=\"Produce\",phase=\"hand
         assert_eq!(v.topics[0].0, "b");
         assert_eq!(v.topics[0].1.mb_in_per_s, 3.0);
         assert_eq!(v.topics[1].1.mb_in_per_s, 2.0);
-        let text = render(&v, "x:1", 10);
+        // Partitions, busiest first: b-7 (3 MB/s), then a-0 (0.5 in + 1 out) and a-1
+        // (1.5 in), equal, by partition.
+        let p = |t: &str, n| (t.to_string(), n);
+        let order: Vec<_> = v.partitions.iter().map(|(k, _)| k.clone()).collect();
+        assert_eq!(order, vec![p("b", 7), p("a", 0), p("a", 1)]);
+        assert_eq!(v.partitions[1].1, PartitionRow { mb_in_per_s: 0.5, mb_out_per_s: 1.0 });
+        let text = render(&v, "x:1", 10, 2);
         assert!(text.contains("Produce"), "{text}");
+        let row =
+            |t: &str, p: &str| text.lines().any(|l| l.split_whitespace().take(3).eq(["│", t, p]));
+        assert!(row("b", "7") && row("a", "0"), "{text}");
+        assert!(!row("a", "1"), "only 2 partitions shown:\n{text}");
         assert!(text.contains("≤ 10.00"), "{text}");
+    }
+
+    #[test]
+    fn an_endpoint_must_be_host_and_port() {
+        assert!(check_address("127.0.0.1:9644").is_ok());
+        assert!(check_address("broker-1:9644").is_ok());
+        assert!(check_address("[::1]:9644").is_ok());
+        for bad in ["", "9644", "host", "host:", ":9644", "host:99999", "http://h:1/x"] {
+            assert!(check_address(bad).is_err(), "{bad:?} accepted");
+        }
     }
 }

@@ -205,7 +205,7 @@ fn build(
                 .map_while(Result::ok)
                 .map(|(_, h)| h.records_count.max(0) as u64)
                 .sum();
-            crate::metrics::with(|m| m.fetched(topic, records.len() as u64, count));
+            crate::metrics::with(|m| m.fetched(topic, w.partition, records.len() as u64, count));
         }
         let mut p = PartitionData::default()
             .with_partition_index(w.partition)

@@ -537,6 +537,11 @@ impl PartitionLog {
         self.segments.borrow().iter().map(|s| s.size.get()).sum()
     }
 
+    /// Segment files of the log (the active one included).
+    pub fn segment_count(&self) -> usize {
+        self.segments.borrow().len()
+    }
+
     /// Resolves once `high_watermark() > offset` (Fetch long-poll), or when the log is
     /// closed or failed. Cancel-safe (may be dropped by a timeout).
     pub fn wait_for_data(&self, offset: i64) -> impl Future<Output = ()> + 'static {

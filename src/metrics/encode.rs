@@ -14,7 +14,7 @@ use prometheus_client::registry::Registry;
 
 use super::errors::error_name;
 use super::latency::ExportedLatency;
-use super::shard::{Phase, Timed, TopicCounts};
+use super::shard::{PartitionBytes, Phase, Timed, TopicCounts};
 use super::snapshot::ShardSnapshot;
 
 /// Broker-wide values read by the scraping shard.
@@ -30,13 +30,16 @@ pub struct BrokerGauges {
 /// Everything one scrape shows.
 #[derive(Debug, Clone, Default)]
 pub struct Scrape {
-    /// One per shard that answered (or answered before), in shard order.
-    pub shards: Vec<ShardSnapshot>,
+    /// One per shard that answered (or answered before), in shard order (shared with
+    /// the gatherer's copy of each shard's last answer).
+    pub shards: Vec<std::sync::Arc<ShardSnapshot>>,
     /// Broker-wide values.
     pub broker: BrokerGauges,
     /// Whether to export committed offsets and lag per group and partition
     /// (`--metrics-consumer-lag`).
     pub consumer_lag: bool,
+    /// Whether to export bytes in and out per partition (`--metrics-partitions`).
+    pub partition_series: bool,
 }
 
 /// The text exposition of `scrape`.
@@ -227,6 +230,33 @@ impl Collector for Scrape {
             per_topic(|c| c.records_out),
         )?;
 
+        if self.partition_series {
+            // Summed over shards: bytes out are counted by every connection's shard.
+            let mut partitions: BTreeMap<(&str, i32), PartitionBytes> = BTreeMap::new();
+            for (name, p, c) in shards.iter().flat_map(|s| &s.counters.partitions) {
+                let t = partitions.entry((name.as_str(), *p)).or_default();
+                t.bytes_in += c.bytes_in;
+                t.bytes_out += c.bytes_out;
+            }
+            let per_partition = |f: fn(&PartitionBytes) -> u64| {
+                partitions.iter().map(move |((topic, p), c)| {
+                    (vec![("topic", topic.to_string()), ("partition", p.to_string())], f(c))
+                })
+            };
+            counters(
+                e,
+                "shardlog_partition_bytes_in",
+                "Record batch bytes appended, by topic and partition.",
+                per_partition(|c| c.bytes_in),
+            )?;
+            counters(
+                e,
+                "shardlog_partition_bytes_out",
+                "Record batch bytes sent in Fetch responses, by topic and partition.",
+                per_partition(|c| c.bytes_out),
+            )?;
+        }
+
         counters(
             e,
             "shardlog_bytes_in",
@@ -347,6 +377,18 @@ impl Collector for Scrape {
             "Times the shard's scheduler picked a task queue, by shard.",
             shards.iter().map(|s| (shard_label(s), s.counters.executor.scheduler_runs)),
         )?;
+        counters(
+            e,
+            "shardlog_executor_parks",
+            "Times the shard's executor ran out of work and slept in the kernel, by shard.",
+            shards.iter().map(|s| (shard_label(s), s.counters.executor.parks)),
+        )?;
+        counters(
+            e,
+            "shardlog_executor_parked_seconds",
+            "Time the shard's executor slept in those parks, by shard.",
+            shards.iter().map(|s| (shard_label(s), s.counters.executor.parked_seconds)),
+        )?;
 
         // Storage and fetch.
         histograms(
@@ -401,6 +443,12 @@ impl Collector for Scrape {
             "shardlog_log_size_bytes",
             "Bytes of record batches in the data partitions' logs, by owning shard.",
             per_shard(|s| s.log_bytes),
+        )?;
+        gauges(
+            e,
+            "shardlog_log_segments",
+            "Segment files of the data partitions' logs, by owning shard.",
+            per_shard(|s| s.segments),
         )?;
         gauges(
             e,
@@ -514,17 +562,20 @@ mod tests {
         let m = ShardMetrics::default();
         let t = [Duration::from_micros(30), Duration::from_millis(2), Duration::from_micros(70)];
         m.request(ApiKey::Produce, 9, t, &[6]);
-        m.appended("orders", 4096, 10);
+        m.appended("orders", 1, 4096, 10);
+        m.fetched("orders", 1, 50, 1);
         m.mesh_sent(0);
         m.mesh_sent(1);
         m.mesh_sent(1);
         m.mesh_sent(1);
         let other = ShardMetrics::default();
         other.mesh_received(0);
+        other.fetched("orders", 1, 100, 2);
         let shard = ShardSnapshot {
             shard: 0,
             counters: m.counters(),
             partitions: 3,
+            segments: 4,
             groups: vec![GroupSummary {
                 group_id: "g".into(),
                 group_type: "classic",
@@ -546,9 +597,10 @@ mod tests {
         };
         let other = ShardSnapshot { shard: 1, counters: other.counters(), ..Default::default() };
         let text = render(Scrape {
-            shards: vec![shard, other],
+            shards: vec![shard.into(), other.into()],
             broker: BrokerGauges { data_dir_free_bytes: 5, data_dir_total_bytes: 9 },
             consumer_lag: true,
+            partition_series: true,
         });
         for line in [
             "# TYPE shardlog_requests_total counter",
@@ -560,9 +612,14 @@ mod tests {
             r#"shardlog_request_duration_seconds_sum{shard="0",api="Produce",phase="handle"} 0.002"#,
             r#"shardlog_topic_bytes_in_total{topic="orders"} 4096"#,
             r#"shardlog_topic_records_in_total{topic="orders"} 10"#,
+            r#"shardlog_topic_bytes_out_total{topic="orders"} 150"#,
+            r#"shardlog_partition_bytes_in_total{topic="orders",partition="1"} 4096"#,
+            r#"shardlog_partition_bytes_out_total{topic="orders",partition="1"} 150"#,
             r#"shardlog_mesh_messages_sent_total{shard="0",peer="1"} 3"#,
             r#"shardlog_mesh_queue_depth{shard="0",peer="1"} 2"#,
             r#"shardlog_partitions{shard="0"} 3"#,
+            r#"shardlog_log_segments{shard="0"} 4"#,
+            r#"shardlog_executor_parks_total{shard="1"} 0"#,
             r#"shardlog_consumer_groups{type="classic",state="Stable"} 1"#,
             r#"shardlog_consumer_group_members{group="g"} 2"#,
             "shardlog_data_dir_free_bytes 5",
@@ -583,5 +640,34 @@ mod tests {
         assert!(!text.contains(r#"shardlog_consumer_group_lag{group="g",topic="gone""#), "{text}");
         // A shard's messages to itself are not series.
         assert!(!text.contains(r#"shard="0",peer="0""#), "{text}");
+    }
+
+    #[test]
+    fn partition_and_lag_series_can_be_left_out() {
+        let m = ShardMetrics::default();
+        m.appended("orders", 0, 10, 1);
+        let shard = ShardSnapshot {
+            counters: m.counters(),
+            groups: vec![GroupSummary {
+                group_id: "g".into(),
+                group_type: "classic",
+                state: "Empty".into(),
+                members: 0,
+                offsets: vec![("orders".into(), 0, 0)],
+            }],
+            high_watermarks: vec![("orders".into(), 0, 1)],
+            ..Default::default()
+        };
+        let text = render(Scrape {
+            shards: vec![shard.into()],
+            broker: BrokerGauges { data_dir_free_bytes: 5, data_dir_total_bytes: 9 },
+            consumer_lag: false,
+            partition_series: false,
+        });
+        assert!(text.lines().any(|l| l == r#"shardlog_topic_bytes_in_total{topic="orders"} 10"#));
+        for gone in ["shardlog_partition_bytes", "shardlog_consumer_group_lag", "committed_offset"]
+        {
+            assert!(!text.contains(gone), "{gone} in:\n{text}");
+        }
     }
 }

@@ -127,7 +127,10 @@ async fn answer(
     }
     match req.uri().path() {
         "/metrics" => {
-            let body = render(gatherer.gather(shard).await);
+            let scrape = gatherer.gather(shard).await;
+            // Rendering a big scrape (tens of thousands of lag series) takes tens of
+            // ms: done on glommio's blocking thread, so shard 0 keeps serving.
+            let body = glommio::executor().spawn_blocking(move || render(scrape)).await;
             let mut r = Response::new(Full::new(Bytes::from(body)));
             r.headers_mut().insert(
                 hyper::header::CONTENT_TYPE,
@@ -154,7 +157,7 @@ fn text(status: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
 /// shard.
 #[derive(Default)]
 pub struct Gatherer {
-    last: std::cell::RefCell<Vec<Option<ShardSnapshot>>>,
+    last: std::cell::RefCell<Vec<Option<std::sync::Arc<ShardSnapshot>>>>,
 }
 
 impl Gatherer {
@@ -192,7 +195,7 @@ impl Gatherer {
         for s in fresh {
             let i = s.shard;
             if let Some(slot) = last.get_mut(i) {
-                *slot = Some(s);
+                *slot = Some(std::sync::Arc::new(s));
             }
         }
         let shards = last.iter().flatten().cloned().collect();
@@ -200,6 +203,7 @@ impl Gatherer {
             shards,
             broker: data_dir_gauges(&shard.config.data_dir),
             consumer_lag: shard.config.metrics_consumer_lag,
+            partition_series: shard.config.metrics_partitions,
         }
     }
 }

@@ -62,6 +62,35 @@ pub struct TopicCounts {
     pub records_out: u64,
 }
 
+/// Record batch bytes of one partition moved by one shard.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct PartitionBytes {
+    /// Appended (counted by the owning shard).
+    pub bytes_in: u64,
+    /// Sent in Fetch responses (counted by the connection's shard).
+    pub bytes_out: u64,
+}
+
+/// A topic's counts on one shard: the totals and, indexed by partition, its
+/// partitions' bytes.
+#[derive(Debug, Default)]
+struct TopicEntry {
+    total: TopicCounts,
+    partitions: Vec<PartitionBytes>,
+}
+
+impl TopicEntry {
+    /// The counts of `partition` (a partition of the topic, so below its partition
+    /// count; a negative one is not counted per partition).
+    fn partition(&mut self, partition: i32) -> Option<&mut PartitionBytes> {
+        let i = usize::try_from(partition).ok()?;
+        if i >= self.partitions.len() {
+            self.partitions.resize(i + 1, PartitionBytes::default());
+        }
+        self.partitions.get_mut(i)
+    }
+}
+
 /// Everything one shard counts about itself. Lives on that shard's core only
 /// (reached through [`super::with`] and [`super::read`]); never shared, so the data path updates it
 /// without atomics. A scrape gathers a [`Counters`] copy from every shard over the mesh.
@@ -73,7 +102,7 @@ pub struct ShardMetrics {
     /// go with their topic; these stay monotonic).
     bytes_in: std::cell::Cell<u64>,
     bytes_out: std::cell::Cell<u64>,
-    topics: RefCell<HashMap<String, TopicCounts>>,
+    topics: RefCell<HashMap<String, TopicEntry>>,
     connections: RefCell<ConnectionCounts>,
     /// Messages sent to (index = peer shard) and received from each shard.
     mesh: RefCell<MeshCounts>,
@@ -168,6 +197,10 @@ pub struct ExecutorCounts {
     pub scheduler_runs: u64,
     /// Tasks run (over every task queue).
     pub tasks_executed: u64,
+    /// Times the executor ran out of work and slept in the kernel (after spinning).
+    pub parks: u64,
+    /// Time asleep in those parks, seconds.
+    pub parked_seconds: f64,
 }
 
 /// One API's counters as they cross to the scraping shard.
@@ -190,6 +223,9 @@ pub struct Counters {
     pub apis: Vec<ApiSnapshot>,
     /// `(topic, counts)`, by topic name.
     pub topics: Vec<(String, TopicCounts)>,
+    /// `(topic, partition, bytes)` of the partitions that moved bytes, by topic name
+    /// and partition.
+    pub partitions: Vec<(String, i32, PartitionBytes)>,
     /// Record batch bytes appended on this shard and sent by it in Fetch responses,
     /// over every topic ever (monotonic, unlike the sum of `topics`).
     pub bytes_in: u64,
@@ -250,25 +286,33 @@ impl ShardMetrics {
         self.storage.borrow_mut().disk_read_bytes += bytes;
     }
 
-    /// Counts record batches of `topic` appended on this (owning) shard.
-    pub fn appended(&self, topic: &str, bytes: u64, records: u64) {
+    /// Counts record batches (`bytes`, holding `records`) of `partition` of `topic`
+    /// appended on this (owning) shard.
+    pub fn appended(&self, topic: &str, partition: i32, bytes: u64, records: u64) {
         self.bytes_in.set(self.bytes_in.get() + bytes);
         self.topic(topic, |t| {
-            t.bytes_in += bytes;
-            t.records_in += records;
+            t.total.bytes_in += bytes;
+            t.total.records_in += records;
+            if let Some(p) = t.partition(partition) {
+                p.bytes_in += bytes;
+            }
         });
     }
 
-    /// Counts record batches of `topic` put into a Fetch response on this shard.
-    pub fn fetched(&self, topic: &str, bytes: u64, records: u64) {
+    /// Counts record batches of `partition` of `topic` put into a Fetch response on
+    /// this shard.
+    pub fn fetched(&self, topic: &str, partition: i32, bytes: u64, records: u64) {
         self.bytes_out.set(self.bytes_out.get() + bytes);
         self.topic(topic, |t| {
-            t.bytes_out += bytes;
-            t.records_out += records;
+            t.total.bytes_out += bytes;
+            t.total.records_out += records;
+            if let Some(p) = t.partition(partition) {
+                p.bytes_out += bytes;
+            }
         });
     }
 
-    fn topic(&self, topic: &str, f: impl FnOnce(&mut TopicCounts)) {
+    fn topic(&self, topic: &str, f: impl FnOnce(&mut TopicEntry)) {
         let mut topics = self.topics.borrow_mut();
         match topics.get_mut(topic) {
             Some(t) => f(t),
@@ -324,6 +368,8 @@ impl ShardMetrics {
         e.busy_with_io_seconds += s.total_runtime().as_secs_f64();
         e.scheduler_runs += s.scheduler_runs();
         e.tasks_executed += s.tasks_executed();
+        e.parks += s.parks();
+        e.parked_seconds += s.parked_time().as_secs_f64();
     }
 
     /// A copy of every counter, sorted (APIs by key, topics by name).
@@ -348,9 +394,20 @@ impl ShardMetrics {
                 }
             })
             .collect();
+        let entries = self.topics.borrow();
         let mut topics: Vec<(String, TopicCounts)> =
-            self.topics.borrow().iter().map(|(k, v)| (k.clone(), *v)).collect();
+            entries.iter().map(|(k, v)| (k.clone(), v.total)).collect();
         topics.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut partitions: Vec<(String, i32, PartitionBytes)> = entries
+            .iter()
+            .flat_map(|(k, v)| {
+                (0..)
+                    .zip(&v.partitions)
+                    .filter(|(_, p)| **p != PartitionBytes::default())
+                    .map(move |(i, p)| (k.clone(), i, *p))
+            })
+            .collect();
+        partitions.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
         let storage = {
             let s = self.storage.borrow();
             StorageCounts {
@@ -363,6 +420,7 @@ impl ShardMetrics {
         Counters {
             apis,
             topics,
+            partitions,
             bytes_in: self.bytes_in.get(),
             bytes_out: self.bytes_out.get(),
             connections: self.connections.borrow().clone(),
@@ -404,20 +462,31 @@ mod tests {
     #[test]
     fn topics_and_mesh_are_counted_and_forgotten() {
         let m = ShardMetrics::default();
-        m.appended("a", 100, 3);
-        m.appended("a", 50, 1);
-        m.fetched("a", 150, 4);
-        m.fetched("b", 10, 1);
+        m.appended("a", 0, 100, 3);
+        m.appended("a", 2, 50, 1);
+        m.fetched("a", 2, 150, 4);
+        m.fetched("b", 0, 10, 1);
+        m.fetched("b", -1, 7, 1);
         m.mesh_sent(1);
         m.mesh_sent(1);
         m.mesh_received(0);
         let c = m.counters();
         let want_a = TopicCounts { bytes_in: 150, records_in: 4, bytes_out: 150, records_out: 4 };
         assert_eq!(c.topics[0], ("a".to_string(), want_a));
-        assert_eq!(c.topics[1].1.records_out, 1);
+        assert_eq!(c.topics[1].1.records_out, 2);
+        assert_eq!(c.topics[1].1.bytes_out, 17);
+        // Per partition: only those that moved bytes, and no negative index.
+        let p = |i, o| PartitionBytes { bytes_in: i, bytes_out: o };
+        let want = vec![
+            ("a".to_string(), 0, p(100, 0)),
+            ("a".to_string(), 2, p(50, 150)),
+            ("b".to_string(), 0, p(0, 10)),
+        ];
+        assert_eq!(c.partitions, want);
         assert_eq!(c.mesh.sent, vec![0, 2]);
         assert_eq!(c.mesh.received, vec![1]);
         m.retain_topics(|t| t != "a");
         assert_eq!(m.counters().topics.len(), 1);
+        assert_eq!(m.counters().partitions.len(), 1);
     }
 }

@@ -20,6 +20,8 @@ pub struct ShardSnapshot {
     pub offline_partitions: u64,
     /// Bytes of record batches in those logs (data partitions only).
     pub log_bytes: u64,
+    /// Segment files of those logs.
+    pub segments: u64,
     /// Bytes of batches in the shard's batch cache.
     pub cache_used_bytes: u64,
     /// The shard's share of `--cache-bytes`, bytes.
@@ -48,6 +50,7 @@ pub fn take(shard: &Rc<Shard>) -> ShardSnapshot {
         partitions: logs.len() as u64,
         offline_partitions: shard.open_failures().len() as u64,
         log_bytes: logs.iter().map(|(_, l)| l.log.size_bytes()).sum(),
+        segments: logs.iter().map(|(_, l)| l.log.segment_count() as u64).sum(),
         cache_used_bytes,
         cache_budget_bytes,
         groups: shard.groups.summaries(),

@@ -81,7 +81,7 @@ async fn execute_data(shard: &Rc<Shard>, request: DataRequest) {
                 let _ = reply.send(Err(not_here(shard, &topic, partition)));
                 return;
             };
-            match start_append(&owned.log, &topic, batch, now_ms).await {
+            match start_append(&owned.log, &topic, partition, batch, now_ms).await {
                 Started::Done(r) => {
                     let _ = reply.send(r);
                 }
@@ -100,7 +100,7 @@ async fn execute_data(shard: &Rc<Shard>, request: DataRequest) {
                 };
                 let mut appends = Vec::with_capacity(batches.len());
                 for batch in batches {
-                    let s = start_append(&owned.log, &topic, batch, now_ms).await;
+                    let s = start_append(&owned.log, &topic, partition, batch, now_ms).await;
                     writing |= matches!(s, Started::Writing(_));
                     appends.push(s);
                 }
@@ -245,11 +245,12 @@ enum Started {
     Writing(Pin<Box<dyn Future<Output = Result<AppendInfo, AppendError>>>>),
 }
 
-/// Starts one append on `log` (a partition of `topic`), polling it once so the log
+/// Starts one append on `log` (`partition` of `topic`), polling it once so the log
 /// assigns its offsets now. A successful append is counted in the topic's metrics.
 async fn start_append(
     log: &Rc<PartitionLog>,
     topic: &TopicName,
+    partition: i32,
     batch: Bytes,
     now_ms: i64,
 ) -> Started {
@@ -265,7 +266,7 @@ async fn start_append(
         // A retried duplicate appended nothing (its offsets are the original's).
         if r.as_ref().is_ok_and(|info| !info.duplicate) {
             crate::metrics::with(|m| {
-                m.appended(&topic, bytes, records);
+                m.appended(&topic, partition, bytes, records);
                 m.timed(crate::metrics::Timed::Append, started.elapsed());
             });
         }

@@ -98,6 +98,18 @@ def test_a_scrape_counts_what_the_clients_did(broker):
     assert total(s, "shardlog_topic_records_out_total", topic=TOPIC) == RECORDS
     assert total(s, "shardlog_topic_bytes_out_total", topic=TOPIC) == bytes_in
     assert total(s, "shardlog_partitions") == 4
+    # Per partition: records went to partition i % 4, so each moved bytes both ways.
+    for p in range(4):
+        p_in = total(s, "shardlog_partition_bytes_in_total", topic=TOPIC, partition=str(p))
+        assert p_in > 0 and p_in == total(s, "shardlog_partition_bytes_out_total", topic=TOPIC,
+                                          partition=str(p)), p
+    assert total(s, "shardlog_partition_bytes_in_total", topic=TOPIC) == bytes_in
+    # One segment per partition (far below --segment-bytes).
+    assert total(s, "shardlog_log_segments") == 4
+    # Idle moments in the run: every core slept in the kernel at least once.
+    for shard in ("0", "1"):
+        assert total(s, "shardlog_executor_parks_total", shard=shard) >= 1, shard
+        assert total(s, "shardlog_executor_parked_seconds_total", shard=shard) > 0, shard
 
     # Every answered request is in its API's histograms, once per phase.
     for api in ("Produce", "Fetch", "Metadata", "OffsetCommit", "JoinGroup", "SyncGroup"):
@@ -275,9 +287,13 @@ def test_top_shows_a_live_view_in_a_terminal(broker):
     for heading in ("shard", "busy %", "requests/s", "MB/s in", "api", "p99 handle ms", "topic"):
         assert heading in last, (heading, last)
     assert "Produce" in last and TOPIC in last, last
-    topic_row = next(l for l in last.splitlines() if TOPIC in l)
-    # The producer was writing during the interval: its topic's MB/s in is not 0.
-    assert float(topic_row.split()[2]) > 0, topic_row
+    # The busiest partitions (both written), then the busiest topics.
+    rows = [l.split() for l in last.splitlines() if TOPIC in l]
+    assert len(rows) == 3, last
+    assert sorted(r[2] for r in rows[:2]) == ["0", "1"], last
+    # The producer was writing during the interval: MB/s in is not 0.
+    assert all(float(r[3]) > 0 for r in rows[:2]), last
+    assert float(rows[2][2]) > 0, last
 
 
 def test_top_fails_with_a_clear_message_without_an_endpoint():
@@ -287,6 +303,45 @@ def test_top_fails_with_a_clear_message_without_an_endpoint():
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 1
     assert r.stderr.startswith("shardlog top: cannot read http://127.0.0.1:"), r.stderr
+
+
+def test_top_refuses_what_is_not_a_broker_endpoint():
+    import http.server
+    import subprocess
+    import threading
+    from helpers import shardlog_bin
+
+    def top(*args):
+        return subprocess.run([str(shardlog_bin()), "top", *args], capture_output=True,
+                              text=True, timeout=30)
+
+    r = top("--metrics", "localhost", "--iterations", "1")
+    assert r.returncode == 1
+    assert r.stderr == 'shardlog top: --metrics "localhost" is not host:port (e.g. 127.0.0.1:9644)\n'
+    r = top("--iterations", "0")
+    assert r.returncode == 2 and "--iterations" in r.stderr, r.stderr
+
+    class NotABroker(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = b"# TYPE up gauge\nup 1\n"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), NotABroker)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        r = top("--metrics", f"127.0.0.1:{port}", "--iterations", "1")
+    finally:
+        server.shutdown()
+    assert r.returncode == 1
+    assert r.stderr == (f"shardlog top: http://127.0.0.1:{port}/metrics has no shardlog metrics: "
+                        "is it a broker's --metrics-listen?\n"), r.stderr
 
 
 def test_json_logs_are_one_object_per_line(broker_factory):

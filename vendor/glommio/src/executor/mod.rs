@@ -240,6 +240,9 @@ pub struct ExecutorStats {
     total_runtime: Duration,
     scheduler_runs: u64,
     tasks_executed: u64,
+    // shardlog patch: how often, and how long, the executor slept in the kernel
+    parks: u64,
+    parked_time: Duration,
 }
 
 impl ExecutorStats {
@@ -249,7 +252,21 @@ impl ExecutorStats {
             total_runtime: Duration::from_nanos(0),
             scheduler_runs: 0,
             tasks_executed: 0,
+            parks: 0,
+            parked_time: Duration::from_nanos(0),
         }
+    }
+
+    /// How many times the executor ran out of work, spun for its
+    /// `spin_before_park` and then went to sleep in the kernel until an I/O
+    /// completion, a timer or a wake-up from another thread (shardlog patch).
+    pub fn parks(&self) -> u64 {
+        self.parks
+    }
+
+    /// The time spent asleep in those parks (shardlog patch).
+    pub fn parked_time(&self) -> Duration {
+        self.parked_time
     }
 
     /// The total amount of runtime in this executor so far.
@@ -1496,9 +1513,13 @@ impl LocalExecutor {
                     } else {
                         while !this.reactor.spin_poll_io().unwrap() {
                             if pre_time.elapsed() > spin_before_park {
+                                let parked_at = Instant::now();
                                 this.parker
                                     .park()
                                     .expect("Failed to park! This is actually pretty bad!");
+                                let mut queues = this.queues.borrow_mut();
+                                queues.stats.parks += 1;
+                                queues.stats.parked_time += parked_at.elapsed();
                                 break;
                             }
                         }
