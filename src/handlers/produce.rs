@@ -365,10 +365,10 @@ async fn respond(
     grouped: Vec<Option<oneshot::Receiver<ShardResults>>>,
 ) -> ProduceResponse {
     let mut shard_results: Vec<Option<ShardResults>> = Vec::with_capacity(grouped.len());
-    for rx in grouped {
+    for (shard, rx) in grouped.into_iter().enumerate() {
         shard_results.push(match rx {
             Some(rx) => Some(rx.await.unwrap_or_else(|_| {
-                tracing::warn!("append reply dropped by the owning shard");
+                tracing::warn!(shard, "append replies dropped by the owning shard");
                 Vec::new()
             })),
             None => None,
@@ -381,7 +381,9 @@ async fn respond(
             let mut r = PartitionProduceResponse::default().with_index(index).with_base_offset(-1);
             let outcome = match pending {
                 Pending::Done(error, message) => Err((error, message)),
-                Pending::Appending(replies) => appended(replies).await.map_err(|e| (e, None)),
+                Pending::Appending(replies) => {
+                    appended(replies, &header.name, index).await.map_err(|e| (e, None))
+                }
                 // A dropped reply (shutdown) left no entry: UNKNOWN_SERVER_ERROR.
                 Pending::Grouped { shard, index } => shard_results
                     .get(shard)
@@ -412,13 +414,17 @@ async fn respond(
     ProduceResponse::default().with_responses(responses)
 }
 
-/// The first batch's append result, or the first error among the partition's
-/// appends (UNKNOWN_SERVER_ERROR when the owner dropped a reply).
-async fn appended(replies: Vec<oneshot::Receiver<KafkaResult<Appended>>>) -> KafkaResult<Appended> {
+/// The first batch's append result, or the first error among the appends to
+/// `partition` of `topic` (UNKNOWN_SERVER_ERROR when the owner dropped a reply).
+async fn appended(
+    replies: Vec<oneshot::Receiver<KafkaResult<Appended>>>,
+    topic: &str,
+    partition: i32,
+) -> KafkaResult<Appended> {
     let mut first = None;
     for rx in replies {
         let a = rx.await.unwrap_or_else(|_| {
-            tracing::warn!("append reply dropped by the owning shard");
+            tracing::warn!(topic, partition, "append reply dropped by the owning shard");
             Err(ResponseError::UnknownServerError)
         })?;
         first.get_or_insert(a);

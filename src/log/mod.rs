@@ -269,7 +269,7 @@ impl PartitionLog {
         if let Some(checkpoint) = start_offset::load(&dir)? {
             if checkpoint > leo {
                 // Only after data under the checkpoint was lost (no fsync before a crash).
-                tracing::warn!(dir = %dir.display(), checkpoint, log_end_offset = leo, "log start offset checkpoint is past the end of the log; starting at the end");
+                tracing::warn!(partition = %log_name(&dir), checkpoint, log_end_offset = leo, "log start offset checkpoint is past the end of the log; starting at the end");
             }
             log_start = log_start.max(checkpoint.min(leo));
         }
@@ -682,9 +682,9 @@ impl PartitionLog {
 
     fn fail(&self, e: &io::Error) {
         if once_a_minute(&self.dir, "write failed") {
-            tracing::error!(dir = %self.dir.display(), error = %e, "partition log write failed");
+            tracing::error!(partition = %log_name(&self.dir), error = %e, "partition log write failed");
         } else {
-            tracing::debug!(dir = %self.dir.display(), error = %e, "partition log write failed again");
+            tracing::debug!(partition = %log_name(&self.dir), error = %e, "partition log write failed again");
         }
         *self.failed.borrow_mut() = Some((e.kind(), e.to_string()));
         self.watch.stop();
@@ -879,6 +879,12 @@ thread_local! {
     /// When each (directory, kind of report) was last logged at its full level.
     static REPORTED: RefCell<std::collections::HashMap<(PathBuf, &'static str), std::time::Instant>> =
         RefCell::default();
+}
+
+/// A partition log's name in warnings: its directory's name, `topic-partition` (as
+/// Kafka names a log), e.g. `orders-3` or `__consumer_offsets-7`.
+pub fn log_name(dir: &Path) -> std::borrow::Cow<'_, str> {
+    dir.file_name().map_or_else(|| dir.to_string_lossy(), |n| n.to_string_lossy())
 }
 
 /// True when a report of kind `what` about partition directory `dir` is due: the first

@@ -108,7 +108,7 @@ async fn scan_and_repair(seg: &Segment, interval: u64) -> io::Result<u64> {
             );
         } else {
             tracing::warn!(
-                dir = %seg.dir.display(),
+                partition = %super::log_name(&seg.dir),
                 segment = seg.base_offset,
                 valid_bytes = valid,
                 truncated_bytes = cut,

@@ -148,7 +148,7 @@ impl Segment {
             readahead: RefCell::default(),
             prefetch: RefCell::default(),
             demand_reads: Cell::new(0),
-            zero_fill: ZeroFill::new(size),
+            zero_fill: ZeroFill::new(size, super::log_name(dir).into_owned()),
         }
     }
 

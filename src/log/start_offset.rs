@@ -57,7 +57,7 @@ pub fn load(dir: &Path) -> io::Result<Option<i64>> {
     match text.trim().parse::<i64>() {
         Ok(offset) if offset >= 0 => Ok(Some(offset)),
         _ => {
-            tracing::warn!(path = %path.display(), content = %text.trim(), "ignoring an unreadable log start offset checkpoint");
+            tracing::warn!(partition = %super::log_name(dir), path = %path.display(), content = %text.trim(), "ignoring an unreadable log start offset checkpoint");
             Ok(None)
         }
     }
@@ -120,7 +120,7 @@ impl PartitionLog {
         self.log_start.set(self.log_start.get().max(target));
         self.cache.borrow_mut().evict_below(self.cache_id, target);
         if let Err(e) = self.delete_segments_below_start().await {
-            tracing::warn!(dir = %self.dir.display(), error = %e, "deleting segments below the log start offset failed");
+            tracing::warn!(partition = %super::log_name(&self.dir), error = %e, "deleting segments below the log start offset failed");
         }
         Ok(self.log_start.get())
     }

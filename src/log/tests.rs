@@ -728,3 +728,11 @@ fn failure_reports_are_due_once_a_minute_per_directory_and_kind() {
     assert!(super::once_a_minute(b, "write failed"));
     assert!(!super::once_a_minute(b, "write failed"));
 }
+
+#[test]
+fn a_log_is_named_by_its_directory() {
+    use std::path::Path;
+    assert_eq!(super::log_name(Path::new("/data/orders-3")), "orders-3");
+    assert_eq!(super::log_name(Path::new("__consumer_offsets-7")), "__consumer_offsets-7");
+    assert_eq!(super::log_name(Path::new("/")), "/");
+}

@@ -62,12 +62,15 @@ pub struct ZeroFill {
     /// A zero write failed (say, ENOSPC): no more for this segment. Zeros are only an
     /// optimisation, so their failure never fails the log; data writes report their own.
     off: Cell<bool>,
+    /// The partition's log name (`topic-partition`), for warnings.
+    log: String,
 }
 
 impl ZeroFill {
-    /// A fill state for a file whose written blocks end at `len` bytes.
-    pub fn new(len: u64) -> ZeroFill {
-        ZeroFill { frontier: Cell::new(len), ..ZeroFill::default() }
+    /// A fill state for a file of the log `log` (`topic-partition`, named in warnings)
+    /// whose written blocks end at `len` bytes.
+    pub fn new(len: u64, log: String) -> ZeroFill {
+        ZeroFill { frontier: Cell::new(len), log, ..ZeroFill::default() }
     }
 
     /// Sets the frontier after the file was truncated to `len` bytes (no write in flight).
@@ -139,6 +142,7 @@ impl ZeroFill {
         if let Some((start, task)) = inflight {
             if let Some(Err(e)) = task.await {
                 tracing::warn!(
+                    partition = %self.log,
                     position = start,
                     error = %e,
                     "zero fill write failed; appends to this segment extend the file instead"

@@ -274,8 +274,7 @@ async fn read_loop(
                 Some(response) => Outcome::Ready(response),
                 None => {
                     tracing::warn!(
-                        ?peer,
-                        api_key,
+                        request = %label,
                         "closing connection: response dropped (shutdown)"
                     );
                     return;
@@ -379,15 +378,17 @@ async fn write_one(
     let Dispatched { api, response_version, outcome } = dispatched;
     let response = match outcome {
         Outcome::Ready(r) => r,
-        Outcome::Later(later) | Outcome::Serial(later) => match Labeled::new(label, later).await {
-            Some(r) => r,
-            None => {
-                // Responses leave in request order: without this one, none of the
-                // later ones can be sent either.
-                tracing::warn!(?peer, ?api, "closing connection: response dropped (shutdown)");
-                return false;
+        Outcome::Later(later) | Outcome::Serial(later) => {
+            match Labeled::new(label.clone(), later).await {
+                Some(r) => r,
+                None => {
+                    // Responses leave in request order: without this one, none of the
+                    // later ones can be sent either.
+                    tracing::warn!(request = %label, "closing connection: response dropped (shutdown)");
+                    return false;
+                }
             }
-        },
+        }
         Outcome::Silent(done) => {
             // Nothing to write; the request's budget is held until its appends finish.
             Labeled::new(label, done).await;
@@ -401,9 +402,7 @@ async fn write_one(
         Err(e) => {
             closing(CloseReason::EncodingFailed);
             tracing::error!(
-                ?peer,
-                ?api,
-                version = response_version,
+                request = %label,
                 error = %e,
                 "closing connection: response encoding failed"
             );

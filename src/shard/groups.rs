@@ -354,6 +354,7 @@ impl GroupHost {
                 if let Err(e) = self.log_for(p).await {
                     tracing::error!(
                         partition = p,
+                        group = record.group(),
                         error = %e,
                         "creating an offsets partition failed"
                     );
@@ -391,6 +392,7 @@ impl GroupHost {
                         continue;
                     };
                     let batch = encode_record(&record);
+                    let group: Rc<str> = Rc::from(record.group());
                     let seq = self.barrier.start();
                     let barrier = self.barrier.clone();
                     let undo = undo_of(&record, &previous);
@@ -400,7 +402,11 @@ impl GroupHost {
                         if let Err(e) = log.append(batch, now_ms()).await {
                             // Memory goes back to what is stored (a commit), and the
                             // response says the write failed.
-                            tracing::error!(error = %e, "writing group state failed; answering NOT_COORDINATOR");
+                            tracing::error!(
+                                group = %group,
+                                error = %e,
+                                "writing group state failed; answering NOT_COORDINATOR"
+                            );
                             failed.set(true);
                             let mut c = coordinator.borrow_mut();
                             if let Some(previous) = undo {
@@ -571,7 +577,7 @@ async fn replay(
                     }
                     Err(e) => {
                         tracing::warn!(
-                            dir = %dir.display(),
+                            partition = %crate::log::log_name(dir),
                             offset = r.offset,
                             error = ?e,
                             "skipping an undecodable group record"

@@ -143,7 +143,9 @@ def test_full_disk_refuses_produce_keeps_fetch_and_resumes(small_fs, tmp_path):
         b.restart()
         assert read_all(b.bootstrap, end) == acked
         log = "\n".join(p.read_text() for p in b.stderr_paths)
-        assert "partition log write failed" in log
+        # The ERROR names the partition (its log's name, topic-partition).
+        assert any("partition log write failed" in l and "partition=full-0" in l
+                   for l in log.splitlines()), log
         assert "partition log opened again after a write failure; appends resume" in log
     finally:
         if b.running():
