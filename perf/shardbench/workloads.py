@@ -158,12 +158,19 @@ class Bench:
             self.metrics_overhead(b, n)
 
     def metrics_overhead(self, b: Broker, n: int):
-        """The metrics endpoint's cost (issue 13): the produce-max Java producer twice more, on
-        fresh topics of the same broker, without and then with a scrape of /metrics every second."""
+        """The metrics endpoint's cost (issue 13): the produce-max Java producer four times more, on
+        fresh topics of the same broker, without (A) and with (B) a scrape of /metrics every second,
+        in the order A B B A so that a drift of the machine over the four runs cancels out."""
+        for i, scraped in ((1, False), (1, True), (2, True), (2, False)):
+            self.metrics_overhead_run(b, n, i, scraped)
+
+    def metrics_overhead_run(self, b: Broker, n: int, i: int, scraped: bool):
         import urllib.request
-        self.create_topic(b, "bench-scrape-off", 4)
-        self.create_topic(b, "bench-scrape-on", 4)
-        self.java_producer(b, "metrics-overhead", "bench-scrape-off", n, 1024, client="java, no scrape")
+        topic = f"bench-scrape-{'on' if scraped else 'off'}-{i}"
+        self.create_topic(b, topic, 4)
+        if not scraped:
+            self.java_producer(b, "metrics-overhead", topic, n, 1024, client=f"java, no scrape #{i}")
+            return
         stop, scrapes, failures = threading.Event(), [0], [0]
 
         def scraper():
@@ -178,8 +185,8 @@ class Bench:
         t = threading.Thread(target=scraper, daemon=True)
         t.start()
         try:
-            r = self.java_producer(b, "metrics-overhead", "bench-scrape-on", n, 1024,
-                                   client="java, /metrics every 1 s")
+            r = self.java_producer(b, "metrics-overhead", topic, n, 1024,
+                                   client=f"java, /metrics every 1 s #{i}")
         finally:
             stop.set()
             t.join(10)
