@@ -249,6 +249,10 @@ async fn run_started_shard(
     receivers: glommio::channels::channel_mesh::Receivers<ShardMessage>,
 ) -> Result<(), String> {
     let Started { config, shutdown, startup, limits, nr_shards } = life;
+    // The metrics endpoint answers /healthz (and /readyz: 503) during recovery too.
+    let endpoint = (id == shardlog::shard::CONTROL_SHARD)
+        .then(|| start_metrics_endpoint(&config, nr_shards, &startup, &shutdown))
+        .flatten();
     let shard = match Shard::start(id, nr_shards, config.clone(), senders).await {
         Ok(shard) => shard,
         Err(e) => {
@@ -260,8 +264,8 @@ async fn run_started_shard(
         }
     };
     let mesh_task = glommio::spawn_local(serve_mesh(shard.clone(), receivers));
-    if id == shardlog::shard::CONTROL_SHARD {
-        start_metrics_endpoint(&shard, &startup, &shutdown);
+    if let Some(endpoint) = endpoint {
+        endpoint.set_shard(shard.clone());
     }
     let mut failure = None;
     let listener = if startup.ready(nr_shards, &shutdown).await {
@@ -306,27 +310,35 @@ async fn run_started_shard(
 
 /// Starts the `--metrics-listen` endpoint on this (the control) shard, unless it is
 /// off. An address that cannot be bound is logged and the broker runs without it.
-fn start_metrics_endpoint(shard: &std::rc::Rc<Shard>, startup: &Startup, shutdown: &Shutdown) {
-    let Ok(Some(addr)) = shard.config.metrics_addr() else {
-        return;
+fn start_metrics_endpoint(
+    config: &Config,
+    nr_shards: usize,
+    startup: &Startup,
+    shutdown: &Shutdown,
+) -> Option<std::rc::Rc<shardlog::metrics::http::Endpoint>> {
+    let Ok(Some(addr)) = config.metrics_addr() else {
+        return None;
     };
     match shardlog::metrics::http::bind(addr) {
         Ok(listener) => {
             let bound = listener.local_addr().map_or(addr.to_string(), |a| a.to_string());
             tracing::info!(metrics_listen = %bound, "metrics endpoint: /metrics, /healthz, /readyz");
-            glommio::spawn_local(shardlog::metrics::http::run(
-                shard.clone(),
-                listener,
+            let endpoint = shardlog::metrics::http::Endpoint::new(
+                nr_shards,
                 startup.clone(),
                 shutdown.clone(),
-            ))
-            .detach();
+            );
+            glommio::spawn_local(shardlog::metrics::http::run(endpoint.clone(), listener)).detach();
+            Some(endpoint)
         }
-        Err(e) => tracing::warn!(
-            metrics_listen = %addr,
-            error = %e,
-            "cannot listen for metrics; running without the metrics endpoint"
-        ),
+        Err(e) => {
+            tracing::warn!(
+                metrics_listen = %addr,
+                error = %e,
+                "cannot listen for metrics; running without the metrics endpoint"
+            );
+            None
+        }
     }
 }
 

@@ -334,6 +334,9 @@ def write_report(bench: Bench, out_dir: Path, full: bool) -> Path:
         for r in sorted(offs + ons, key=lambda r: r.client):
             mib = f"{r.mibps:.1f} MiB/s" if r.ok and r.mibps is not None else "failed"
             L.append(f"- {r.client}: {mib}" + ("; " + "; ".join(r.notes) if r.notes else ""))
+        for r in R:
+            if r.broker == "shardlog" and r.workload == "metrics-overhead" and "back to back" in r.client:
+                L.append(f"- {r.client}: " + ("; ".join(r.notes) if r.ok else f"failed: {r.error}"))
         L.append("")
     # profile
     if bench.profile:

@@ -53,10 +53,55 @@ pub fn bind(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
     Ok(unsafe { TcpListener::from_raw_fd(std_listener.into_raw_fd()) })
 }
 
-/// Serves the metrics listener for as long as the control shard runs (through a
-/// shutdown's drain too: `/readyz` then answers 503). Lives on the control shard.
-pub async fn run(shard: Rc<Shard>, listener: TcpListener, startup: Startup, stop: Shutdown) {
-    let gatherer = Rc::new(Gatherer::default());
+/// Most `/metrics` answers gathered, rendered or being written at once; more wait
+/// (each within its connection's [`CONNECTION_TIMEOUT`]). A big scrape's text is
+/// megabytes, held until its connection closes: this bounds that memory.
+const MAX_SCRAPES: u64 = 4;
+
+/// What the endpoint serves from: the control shard once it has recovered its logs
+/// (before that, `/metrics` answers 503 and `/healthz` 200), and the broker's
+/// start-up and shutdown state. Lives on the control shard.
+pub struct Endpoint {
+    shard: std::cell::OnceCell<Rc<Shard>>,
+    nr_shards: usize,
+    startup: Startup,
+    stop: Shutdown,
+    gatherer: Gatherer,
+    scrapes: Rc<glommio::sync::Semaphore>,
+}
+
+impl Endpoint {
+    /// An endpoint for a broker of `nr_shards` shards, serving before its shard is set.
+    pub fn new(nr_shards: usize, startup: Startup, stop: Shutdown) -> Rc<Endpoint> {
+        Rc::new(Endpoint {
+            shard: std::cell::OnceCell::new(),
+            nr_shards,
+            startup,
+            stop,
+            gatherer: Gatherer::default(),
+            scrapes: Rc::new(glommio::sync::Semaphore::new(MAX_SCRAPES)),
+        })
+    }
+
+    /// The control shard, once it has recovered: `/metrics` serves from then on.
+    pub fn set_shard(&self, shard: Rc<Shard>) {
+        let _ = self.shard.set(shard);
+    }
+
+    /// Whether every shard has recovered its logs and serves (and no shutdown began).
+    fn ready(&self) -> bool {
+        self.startup.all_ready(self.nr_shards) && !self.stop.is_requested()
+    }
+}
+
+/// A `/metrics` answer's hold on one of the [`MAX_SCRAPES`] slots, kept until its
+/// connection is done (its text written or the connection dropped).
+type Held = Rc<std::cell::RefCell<Option<glommio::sync::StaticPermit>>>;
+
+/// Serves the metrics listener for as long as the control shard runs: from before its
+/// recovery (`/healthz` answers at once) through a shutdown's drain (`/readyz` then
+/// answers 503). Lives on the control shard.
+pub async fn run(endpoint: Rc<Endpoint>, listener: TcpListener) {
     let open = Rc::new(std::cell::Cell::new(0usize));
     let mut refused = 0u64;
     let mut warned: Option<std::time::Instant> = None;
@@ -83,18 +128,18 @@ pub async fn run(shard: Rc<Shard>, listener: TcpListener, startup: Startup, stop
                 continue;
             }
         };
-        let shard = shard.clone();
-        let (startup, stop, gatherer) = (startup.clone(), stop.clone(), gatherer.clone());
+        let endpoint = endpoint.clone();
         let open = open.clone();
         open.set(open.get() + 1);
         glommio::spawn_local(async move {
-            let service = hyper::service::service_fn(move |req| {
-                let (shard, startup, stop) = (shard.clone(), startup.clone(), stop.clone());
-                let gatherer = gatherer.clone();
-                async move {
-                    Ok::<_, Infallible>(answer(&shard, &gatherer, &startup, &stop, req).await)
-                }
-            });
+            let held = Held::default();
+            let service = {
+                let held = held.clone();
+                hyper::service::service_fn(move |req| {
+                    let (endpoint, held) = (endpoint.clone(), held.clone());
+                    async move { Ok::<_, Infallible>(answer(&endpoint, &held, req).await) }
+                })
+            };
             let conn = hyper::server::conn::http1::Builder::new()
                 .keep_alive(false)
                 .max_buf_size(MAX_BUF_BYTES)
@@ -104,22 +149,17 @@ pub async fn run(shard: Rc<Shard>, listener: TcpListener, startup: Startup, stop
                 Err(_) => tracing::debug!("metrics connection closed after its time limit"),
                 Ok(Ok(())) => {}
             }
+            // The connection (and the text it was writing) is gone: free the slot.
+            held.borrow_mut().take();
             open.set(open.get() - 1);
         })
         .detach();
     }
 }
 
-/// Whether every shard has recovered its logs and serves (and no shutdown began).
-fn ready(shard: &Shard, startup: &Startup, stop: &Shutdown) -> bool {
-    startup.all_ready(shard.nr_shards) && !stop.is_requested()
-}
-
 async fn answer(
-    shard: &Rc<Shard>,
-    gatherer: &Gatherer,
-    startup: &Startup,
-    stop: &Shutdown,
+    endpoint: &Endpoint,
+    held: &Held,
     req: Request<hyper::body::Incoming>,
 ) -> Response<Full<Bytes>> {
     if req.method() != Method::GET && req.method() != Method::HEAD {
@@ -127,7 +167,14 @@ async fn answer(
     }
     match req.uri().path() {
         "/metrics" => {
-            let scrape = gatherer.gather(shard).await;
+            let Some(shard) = endpoint.shard.get() else {
+                return text(StatusCode::SERVICE_UNAVAILABLE, "recovering the logs\n");
+            };
+            let Ok(permit) = endpoint.scrapes.acquire_static_permit(1).await else {
+                return text(StatusCode::SERVICE_UNAVAILABLE, "shutting down\n");
+            };
+            *held.borrow_mut() = Some(permit);
+            let scrape = endpoint.gatherer.gather(shard).await;
             // Rendering a big scrape (tens of thousands of lag series) takes tens of
             // ms: done on glommio's blocking thread, so shard 0 keeps serving.
             let body = glommio::executor().spawn_blocking(move || render(scrape)).await;
@@ -139,7 +186,7 @@ async fn answer(
             r
         }
         "/healthz" => text(StatusCode::OK, "ok\n"),
-        "/readyz" if ready(shard, startup, stop) => text(StatusCode::OK, "ready\n"),
+        "/readyz" if endpoint.ready() => text(StatusCode::OK, "ready\n"),
         "/readyz" => text(StatusCode::SERVICE_UNAVAILABLE, "not ready\n"),
         _ => text(StatusCode::NOT_FOUND, "not found: try /metrics, /healthz or /readyz\n"),
     }
@@ -245,5 +292,48 @@ impl hyper::rt::Write for Io {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.0).poll_close(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    /// `GET path` over a plain socket: the status line and the body.
+    fn get(port: u16, path: &str) -> (String, String) {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        let status = text.lines().next().unwrap_or_default().to_string();
+        let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+        (status, body)
+    }
+
+    #[test]
+    fn before_the_control_shard_recovered_only_health_answers_ok() {
+        glommio::LocalExecutorBuilder::default()
+            .spawn(|| async {
+                let endpoint = Endpoint::new(2, Startup::default(), Shutdown::default());
+                let listener = bind("127.0.0.1:0".parse().unwrap()).unwrap();
+                let port = listener.local_addr().unwrap().port();
+                glommio::spawn_local(run(endpoint, listener)).detach();
+                let answers = glommio::executor()
+                    .spawn_blocking(move || {
+                        ["/healthz", "/readyz", "/metrics", "/nope"].map(|p| get(port, p))
+                    })
+                    .await;
+                let status = |i: usize| answers[i].0.as_str();
+                assert_eq!(status(0), "HTTP/1.1 200 OK");
+                assert_eq!(answers[0].1, "ok\n");
+                assert_eq!(status(1), "HTTP/1.1 503 Service Unavailable");
+                assert_eq!(status(2), "HTTP/1.1 503 Service Unavailable");
+                assert_eq!(answers[2].1, "recovering the logs\n");
+                assert_eq!(status(3), "HTTP/1.1 404 Not Found");
+            })
+            .unwrap()
+            .join()
+            .unwrap();
     }
 }
