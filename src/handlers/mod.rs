@@ -86,7 +86,10 @@ pub enum Outcome<R> {
     /// (the appends) to finish before it forgets the request, so the request's bytes
     /// stay counted in the connection's and the shard's budgets until then
     /// ([`crate::net::limits`]): a fast acks=0 producer is held back like any other.
-    Silent(Pin<Box<dyn Future<Output = ()>>>),
+    /// The work yields the error codes (other than NONE) the response would have
+    /// carried: with any, the connection is closed, as Kafka does, so that the client
+    /// notices and refreshes its metadata.
+    Silent(Pin<Box<dyn Future<Output = Vec<i16>>>>),
 }
 
 impl<R: 'static> Outcome<R> {

@@ -149,7 +149,8 @@ pub async fn handle(ctx: &Ctx, request: ProduceRequest) -> Outcome<ProduceRespon
     };
     if acks == 0 {
         return Outcome::Silent(Box::pin(async move {
-            respond(v, topics, grouped).await;
+            let response = respond(v, topics, grouped).await;
+            error_codes(&response)
         }));
     }
     Outcome::later(respond(v, topics, grouped))
@@ -356,6 +357,12 @@ fn validate(
         ));
     }
     Ok(vec![Bytes::from(stored)])
+}
+
+/// The error codes (other than NONE) of `response`'s partitions, in order.
+fn error_codes(response: &ProduceResponse) -> Vec<i16> {
+    let partitions = response.responses.iter().flat_map(|t| &t.partition_responses);
+    partitions.map(|p| p.error_code).filter(|&code| code != 0).collect()
 }
 
 /// Waits for every append and builds the response, in request order.

@@ -738,3 +738,35 @@ fn a_fetch_that_cannot_reach_min_bytes_waits_without_spinning() {
         assert!(ticks.get() >= 20, "the executor ran {} ticks in 400 ms", ticks.get());
     });
 }
+
+#[test]
+fn an_acks0_produce_yields_the_errors_it_would_have_answered() {
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    use kafka_protocol::messages::ProduceRequest;
+    with_shard(|shard| async move {
+        let produce = |topics: Vec<TopicProduceData>| {
+            RequestKind::Produce(
+                ProduceRequest::default()
+                    .with_acks(0)
+                    .with_timeout_ms(1000)
+                    .with_topic_data(topics),
+            )
+        };
+        let nowhere = TopicProduceData::default()
+            .with_name(TopicName(StrBytes::from_static_str("no-such-topic")))
+            .with_partition_data(vec![
+                PartitionProduceData::default().with_index(0),
+                PartitionProduceData::default().with_index(1),
+            ]);
+        for (topics, want) in [(vec![], vec![]), (vec![nowhere], vec![3i16, 3])] {
+            let request = frame(ApiKey::Produce, 9, 1, &produce(topics));
+            let Ok(Dispatched { outcome: Outcome::Silent(done), .. }) =
+                dispatch(&ctx(&shard, 9), request).await
+            else {
+                panic!("an acks=0 produce is silent");
+            };
+            // UNKNOWN_TOPIC_OR_PARTITION once per partition: the connection closes.
+            assert_eq!(done.await, want);
+        }
+    });
+}

@@ -20,6 +20,9 @@ pub enum CloseReason {
     StoppedReading,
     /// Over `--max-connections-per-ip`.
     TooManyConnectionsPerIp,
+    /// An acks=0 produce request failed for some partition: without a response, closing
+    /// the connection is how the client learns (Kafka does the same).
+    ProduceFailedWithoutAcks,
 }
 
 impl CloseReason {
@@ -32,6 +35,7 @@ impl CloseReason {
             CloseReason::EncodingFailed => "encoding_failed",
             CloseReason::StoppedReading => "stopped_reading",
             CloseReason::TooManyConnectionsPerIp => "too_many_connections_per_ip",
+            CloseReason::ProduceFailedWithoutAcks => "produce_failed_without_acks",
         }
     }
 }

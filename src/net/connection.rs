@@ -391,9 +391,23 @@ async fn write_one(
         }
         Outcome::Silent(done) => {
             // Nothing to write; the request's budget is held until its appends finish.
-            Labeled::new(label, done).await;
-            times.count(api, response_version, Instant::now(), &[]);
-            return true;
+            let errors = Labeled::new(label.clone(), done).await;
+            times.count(api, response_version, Instant::now(), &errors);
+            if errors.is_empty() {
+                return true;
+            }
+            // Kafka's KafkaApis: the client of an acks=0 request that failed learns it
+            // by losing the connection, and refreshes its metadata.
+            if closing(CloseReason::ProduceFailedWithoutAcks) {
+                let names: Vec<String> =
+                    errors.iter().map(|&c| crate::metrics::errors::error_name(c)).collect();
+                tracing::warn!(
+                    request = %label,
+                    errors = ?names,
+                    "closing connection: an acks=0 produce request failed"
+                );
+            }
+            return false;
         }
     };
     let ready = Instant::now();

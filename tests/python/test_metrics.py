@@ -195,6 +195,46 @@ def test_connections_the_broker_closes_are_counted_by_reason(broker):
     assert total(s, "shardlog_connections_closed_by_broker_total", reason="request_refused") == 0
 
 
+def produce_acks0(sock: socket.socket, topic: str, partition: int, correlation_id: int) -> None:
+    """Sends a Produce v3 request with acks=0 (no response comes) of one one-record batch."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
+                                        producer_id=-1, producer_epoch=-1, base_sequence=-1,
+                                        batch_size=1 << 20)
+    builder.append(0, timestamp=None, key=None, value=b"fire and forget", headers=[])
+    batch = bytes(builder.build())
+    body = (enc_str(None) + struct.pack(">hi", 0, 30_000) + struct.pack(">i", 1) + enc_str(topic)
+            + struct.pack(">ii", 1, partition) + struct.pack(">i", len(batch)) + batch)
+    sock.sendall(frame(request_header_v1(0, 3, correlation_id) + body))
+
+
+def test_a_failed_acks0_produce_closes_the_connection_and_is_counted(broker):
+    """Kafka answers no acks=0 produce, so it tells a client about a failure by closing
+    the connection (the client then refreshes its metadata); the error is counted."""
+    from helpers import connection_closed_by_peer
+    create_topic(broker.bootstrap, partitions=1)
+    before = scrape(broker)
+    with raw_connect(broker.bootstrap) as sock:
+        produce_acks0(sock, TOPIC, 0, 1)
+        # Appended, and the connection serves on: the next request is answered.
+        api_versions_v0(sock, 2)
+        produce_acks0(sock, TOPIC, 7, 3)  # no partition 7
+        closed, _ = connection_closed_by_peer(sock)
+        assert closed
+    after = scrape(broker)
+
+    def delta(name: str, **labels: str) -> float:
+        return total(after, name, **labels) - total(before, name, **labels)
+
+    assert delta("shardlog_topic_records_in_total", topic=TOPIC) == 1
+    assert delta("shardlog_requests_total", api="Produce", version="3") == 2
+    assert delta("shardlog_request_errors_total", api="Produce",
+                 error="UNKNOWN_TOPIC_OR_PARTITION") == 1
+    assert delta("shardlog_connections_closed_by_broker_total",
+                 reason="produce_failed_without_acks") == 1
+    assert "closing connection: an acks=0 produce request failed" in broker.stderr_path.read_text()
+
+
 def test_deleted_topics_leave_the_metrics(broker):
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient
