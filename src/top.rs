@@ -77,6 +77,10 @@ pub fn run(args: &TopArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// Largest `/metrics` text read, bytes (ureq's default limit, 10 MiB, is below what a
+/// broker with tens of thousands of lag series serves).
+const MAX_SCRAPE_BYTES: u64 = 1 << 30;
+
 /// Refuses an endpoint that is not `host:port` (with a port that is a number), so a
 /// typo is not reported as a connection failure.
 fn check_address(addr: &str) -> Result<(), String> {
@@ -95,6 +99,8 @@ fn fetch(agent: &ureq::Agent, url: &str) -> Result<Vec<Sample>, String> {
         .call()
         .map_err(|e| format!("cannot read {url}: {e}"))?
         .body_mut()
+        .with_config()
+        .limit(MAX_SCRAPE_BYTES)
         .read_to_string()
         .map_err(|e| format!("cannot read {url}: {e}"))?;
     let samples = Scrape::parse(body.lines().map(|l| Ok(l.to_string())))

@@ -53,9 +53,11 @@ pub fn bind(addr: std::net::SocketAddr) -> std::io::Result<TcpListener> {
     Ok(unsafe { TcpListener::from_raw_fd(std_listener.into_raw_fd()) })
 }
 
-/// Most `/metrics` answers gathered, rendered or being written at once; more wait
-/// (each within its connection's [`CONNECTION_TIMEOUT`]). A big scrape's text is
-/// megabytes, held until its connection closes: this bounds that memory.
+/// Most `/metrics` answers gathered and rendered at once; more wait (each within its
+/// connection's [`CONNECTION_TIMEOUT`]). This bounds the CPU and the transient memory
+/// of rendering; a text being written is held by its connection (at most
+/// [`MAX_CONNECTIONS`], each for at most [`CONNECTION_TIMEOUT`]), so that a client that
+/// does not read cannot keep others from scraping.
 const MAX_SCRAPES: u64 = 4;
 
 /// What the endpoint serves from: the control shard once it has recovered its logs
@@ -94,10 +96,6 @@ impl Endpoint {
     }
 }
 
-/// A `/metrics` answer's hold on one of the [`MAX_SCRAPES`] slots, kept until its
-/// connection is done (its text written or the connection dropped).
-type Held = Rc<std::cell::RefCell<Option<glommio::sync::StaticPermit>>>;
-
 /// Serves the metrics listener for as long as the control shard runs: from before its
 /// recovery (`/healthz` answers at once) through a shutdown's drain (`/readyz` then
 /// answers 503). Lives on the control shard.
@@ -132,14 +130,10 @@ pub async fn run(endpoint: Rc<Endpoint>, listener: TcpListener) {
         let open = open.clone();
         open.set(open.get() + 1);
         glommio::spawn_local(async move {
-            let held = Held::default();
-            let service = {
-                let held = held.clone();
-                hyper::service::service_fn(move |req| {
-                    let (endpoint, held) = (endpoint.clone(), held.clone());
-                    async move { Ok::<_, Infallible>(answer(&endpoint, &held, req).await) }
-                })
-            };
+            let service = hyper::service::service_fn(move |req| {
+                let endpoint = endpoint.clone();
+                async move { Ok::<_, Infallible>(answer(&endpoint, req).await) }
+            });
             let conn = hyper::server::conn::http1::Builder::new()
                 .keep_alive(false)
                 .max_buf_size(MAX_BUF_BYTES)
@@ -149,19 +143,13 @@ pub async fn run(endpoint: Rc<Endpoint>, listener: TcpListener) {
                 Err(_) => tracing::debug!("metrics connection closed after its time limit"),
                 Ok(Ok(())) => {}
             }
-            // The connection (and the text it was writing) is gone: free the slot.
-            held.borrow_mut().take();
             open.set(open.get() - 1);
         })
         .detach();
     }
 }
 
-async fn answer(
-    endpoint: &Endpoint,
-    held: &Held,
-    req: Request<hyper::body::Incoming>,
-) -> Response<Full<Bytes>> {
+async fn answer(endpoint: &Endpoint, req: Request<hyper::body::Incoming>) -> Response<Full<Bytes>> {
     if req.method() != Method::GET && req.method() != Method::HEAD {
         return text(StatusCode::METHOD_NOT_ALLOWED, "only GET\n");
     }
@@ -173,11 +161,11 @@ async fn answer(
             let Ok(permit) = endpoint.scrapes.acquire_static_permit(1).await else {
                 return text(StatusCode::SERVICE_UNAVAILABLE, "shutting down\n");
             };
-            *held.borrow_mut() = Some(permit);
             let scrape = endpoint.gatherer.gather(shard).await;
             // Rendering a big scrape (tens of thousands of lag series) takes tens of
             // ms: done on glommio's blocking thread, so shard 0 keeps serving.
             let body = glommio::executor().spawn_blocking(move || render(scrape)).await;
+            drop(permit);
             let mut r = Response::new(Full::new(Bytes::from(body)));
             r.headers_mut().insert(
                 hyper::header::CONTENT_TYPE,

@@ -384,6 +384,42 @@ def test_top_refuses_what_is_not_a_broker_endpoint():
                         "is it a broker's --metrics-listen?\n"), r.stderr
 
 
+def test_top_reads_a_scrape_larger_than_ten_mib():
+    """A broker with tens of thousands of lag series serves more than ureq's default
+    body limit (10 MiB); top reads it."""
+    import http.server
+    import subprocess
+    import threading
+    from helpers import shardlog_bin
+    lines = ["# TYPE shardlog_shards gauge", "shardlog_shards 2",
+             "# TYPE shardlog_consumer_group_lag gauge"]
+    lines += [f'shardlog_consumer_group_lag{{group="g{i}",topic="t",partition="0"}} {i}'
+              for i in range(200_000)]
+    body = ("\n".join(lines) + "\n").encode()
+    assert len(body) > 11 << 20
+
+    class Big(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Big)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        r = subprocess.run([str(shardlog_bin()), "top", "--metrics",
+                            f"127.0.0.1:{server.server_address[1]}", "--interval", "0.1",
+                            "--iterations", "1"], capture_output=True, text=True, timeout=60)
+    finally:
+        server.shutdown()
+    assert r.returncode == 0, r.stderr
+    assert "shardlog top: 127.0.0.1:" in r.stdout, r.stdout
+
+
 def test_json_logs_are_one_object_per_line(broker_factory):
     import json
     b = broker_factory("--log-format", "json")
