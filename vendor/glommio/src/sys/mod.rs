@@ -306,6 +306,10 @@ impl SleepNotifier {
     }
 
     pub(crate) fn notify(&self, force: bool) {
+        // shardlog patch: pairs with the fence the sleeping side issues between
+        // `prepare_to_sleep` and its last look at its channels: either this side sees
+        // `should_notify` set, or that side sees what was queued before this call.
+        std::sync::atomic::fence(Ordering::SeqCst);
         if self
             .should_notify
             .compare_exchange(true, false, Ordering::Relaxed, Ordering::Relaxed)
