@@ -189,6 +189,22 @@ fn scalar(s: &Sample) -> f64 {
     }
 }
 
+/// The increase per second of each counter from `before` to `after`, `seconds` apart
+/// (one absent before counts from 0; one that went back, a restart, counts 0).
+fn per_second<K: Ord>(
+    before: BTreeMap<K, f64>,
+    after: BTreeMap<K, f64>,
+    seconds: f64,
+) -> BTreeMap<K, f64> {
+    after
+        .into_iter()
+        .map(|(k, v)| {
+            let d = v - before.get(&k).copied().unwrap_or(0.0);
+            (k, d.max(0.0) / seconds)
+        })
+        .collect()
+}
+
 /// Sum of `metric` by the value of `label` (samples without it are skipped).
 fn by_label(samples: &[Sample], metric: &str, label: &str) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();
@@ -227,15 +243,8 @@ fn handle_buckets(samples: &[Sample], metric: &str) -> BTreeMap<String, Vec<(f64
 impl View {
     /// The rates between scrape `a` and the later scrape `b`, `seconds` apart.
     pub fn between(a: &[Sample], b: &[Sample], seconds: f64) -> View {
-        let rate = |metric: &str, label: &str| -> BTreeMap<String, f64> {
-            let before = by_label(a, metric, label);
-            by_label(b, metric, label)
-                .into_iter()
-                .map(|(k, v)| {
-                    let d = v - before.get(&k).copied().unwrap_or(0.0);
-                    (k, d.max(0.0) / seconds)
-                })
-                .collect()
+        let rate = |metric: &str, label: &str| {
+            per_second(by_label(a, metric, label), by_label(b, metric, label), seconds)
         };
         let mut view = View::default();
         let shard_ids: Vec<u32> = by_label(b, "shardlog_executor_busy_seconds_total", "shard")
@@ -307,16 +316,8 @@ impl View {
             load(&b.1).total_cmp(&load(&a.1)).then(a.0.cmp(&b.0))
         });
         view.topics = topics;
-        let p_rate = |metric: &str| -> BTreeMap<(String, i32), f64> {
-            let before = by_partition(a, metric);
-            by_partition(b, metric)
-                .into_iter()
-                .map(|(k, v)| {
-                    let d = v - before.get(&k).copied().unwrap_or(0.0);
-                    (k, d.max(0.0) / seconds)
-                })
-                .collect()
-        };
+        let p_rate =
+            |metric: &str| per_second(by_partition(a, metric), by_partition(b, metric), seconds);
         let p_in = p_rate("shardlog_partition_bytes_in_total");
         let p_out = p_rate("shardlog_partition_bytes_out_total");
         let mut partitions: Vec<((String, i32), PartitionRow)> = p_in

@@ -69,7 +69,7 @@ pub struct Endpoint {
     startup: Startup,
     stop: Shutdown,
     gatherer: Gatherer,
-    scrapes: Rc<glommio::sync::Semaphore>,
+    scrapes: glommio::sync::Semaphore,
 }
 
 impl Endpoint {
@@ -81,7 +81,7 @@ impl Endpoint {
             startup,
             stop,
             gatherer: Gatherer::default(),
-            scrapes: Rc::new(glommio::sync::Semaphore::new(MAX_SCRAPES)),
+            scrapes: glommio::sync::Semaphore::new(MAX_SCRAPES),
         })
     }
 
@@ -158,7 +158,7 @@ async fn answer(endpoint: &Endpoint, req: Request<hyper::body::Incoming>) -> Res
             let Some(shard) = endpoint.shard.get() else {
                 return text(StatusCode::SERVICE_UNAVAILABLE, "recovering the logs\n");
             };
-            let Ok(permit) = endpoint.scrapes.acquire_static_permit(1).await else {
+            let Ok(permit) = endpoint.scrapes.acquire_permit(1).await else {
                 return text(StatusCode::SERVICE_UNAVAILABLE, "shutting down\n");
             };
             let scrape = endpoint.gatherer.gather(shard).await;

@@ -374,7 +374,8 @@ impl GroupHost {
             match output {
                 Output::Persist(record) => {
                     let failed = Rc::new(Cell::new(false));
-                    written.push((Rc::from(record.group()), failed.clone()));
+                    let group: Rc<str> = Rc::from(record.group());
+                    written.push((group.clone(), failed.clone()));
                     let Some(log) = self
                         .logs
                         .borrow()
@@ -392,7 +393,6 @@ impl GroupHost {
                         continue;
                     };
                     let batch = encode_record(&record);
-                    let group: Rc<str> = Rc::from(record.group());
                     let seq = self.barrier.start();
                     let barrier = self.barrier.clone();
                     let undo = undo_of(&record, &previous);

@@ -11,6 +11,7 @@ error codes of hand-made requests, the group's state and members.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 import time
@@ -345,25 +346,22 @@ def test_top_fails_with_a_clear_message_without_an_endpoint():
     assert r.stderr.startswith("shardlog top: cannot read http://127.0.0.1:"), r.stderr
 
 
-def test_top_refuses_what_is_not_a_broker_endpoint():
-    import http.server
+def run_top(*args: str):
     import subprocess
-    import threading
     from helpers import shardlog_bin
+    return subprocess.run([str(shardlog_bin()), "top", *args], capture_output=True, text=True,
+                          timeout=60)
 
-    def top(*args):
-        return subprocess.run([str(shardlog_bin()), "top", *args], capture_output=True,
-                              text=True, timeout=30)
 
-    r = top("--metrics", "localhost", "--iterations", "1")
-    assert r.returncode == 1
-    assert r.stderr == 'shardlog top: --metrics "localhost" is not host:port (e.g. 127.0.0.1:9644)\n'
-    r = top("--iterations", "0")
-    assert r.returncode == 2 and "--iterations" in r.stderr, r.stderr
+@contextlib.contextmanager
+def http_server_of(body: bytes):
+    """An HTTP server on a free port of 127.0.0.1 answering every GET with `body`;
+    yields its port."""
+    import http.server
+    import threading
 
-    class NotABroker(http.server.BaseHTTPRequestHandler):
+    class Fixed(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
-            body = b"# TYPE up gauge\nup 1\n"
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -372,13 +370,23 @@ def test_top_refuses_what_is_not_a_broker_endpoint():
         def log_message(self, *args):
             pass
 
-    server = http.server.HTTPServer(("127.0.0.1", 0), NotABroker)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Fixed)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        port = server.server_address[1]
-        r = top("--metrics", f"127.0.0.1:{port}", "--iterations", "1")
+        yield server.server_address[1]
     finally:
         server.shutdown()
+
+
+def test_top_refuses_what_is_not_a_broker_endpoint():
+    r = run_top("--metrics", "localhost", "--iterations", "1")
+    assert r.returncode == 1
+    assert r.stderr == 'shardlog top: --metrics "localhost" is not host:port (e.g. 127.0.0.1:9644)\n'
+    r = run_top("--iterations", "0")
+    assert r.returncode == 2 and "--iterations" in r.stderr, r.stderr
+
+    with http_server_of(b"# TYPE up gauge\nup 1\n") as port:
+        r = run_top("--metrics", f"127.0.0.1:{port}", "--iterations", "1")
     assert r.returncode == 1
     assert r.stderr == (f"shardlog top: http://127.0.0.1:{port}/metrics has no shardlog metrics: "
                         "is it a broker's --metrics-listen?\n"), r.stderr
@@ -387,35 +395,14 @@ def test_top_refuses_what_is_not_a_broker_endpoint():
 def test_top_reads_a_scrape_larger_than_ten_mib():
     """A broker with tens of thousands of lag series serves more than ureq's default
     body limit (10 MiB); top reads it."""
-    import http.server
-    import subprocess
-    import threading
-    from helpers import shardlog_bin
     lines = ["# TYPE shardlog_shards gauge", "shardlog_shards 2",
              "# TYPE shardlog_consumer_group_lag gauge"]
     lines += [f'shardlog_consumer_group_lag{{group="g{i}",topic="t",partition="0"}} {i}'
               for i in range(200_000)]
     body = ("\n".join(lines) + "\n").encode()
     assert len(body) > 11 << 20
-
-    class Big(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Big)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        r = subprocess.run([str(shardlog_bin()), "top", "--metrics",
-                            f"127.0.0.1:{server.server_address[1]}", "--interval", "0.1",
-                            "--iterations", "1"], capture_output=True, text=True, timeout=60)
-    finally:
-        server.shutdown()
+    with http_server_of(body) as port:
+        r = run_top("--metrics", f"127.0.0.1:{port}", "--interval", "0.1", "--iterations", "1")
     assert r.returncode == 0, r.stderr
     assert "shardlog top: 127.0.0.1:" in r.stdout, r.stdout
 
