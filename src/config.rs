@@ -133,10 +133,17 @@ pub struct Config {
 
     /// A connection with no request in flight that reads no byte for this long is
     /// closed, in ms (Kafka `connections.max.idle.ms`); this also drops a client that
-    /// sent part of a frame and stalled, and one that takes no byte of a response for
-    /// this long (it stopped reading). 0: never.
+    /// sent part of a frame and stalled. 0: never.
     #[arg(long, env = "SHARDLOG_CONNECTIONS_MAX_IDLE_MS", default_value_t = 600_000)]
     pub connections_max_idle_ms: u64,
+
+    /// A connection whose client takes no byte of a pending response for this long is
+    /// closed, in ms: it stopped reading, and its queued responses would otherwise
+    /// hold the shard's queued-request budget (`--queued-max-request-bytes`). Any
+    /// progress restarts the clock, so a slow reader is never cut. shardlog's own
+    /// limit (Kafka has none apart from `connections.max.idle.ms`). 0: never.
+    #[arg(long, env = "SHARDLOG_RESPONSE_WRITE_STALL_MS", default_value_t = 60_000)]
+    pub response_write_stall_ms: u64,
 
     /// Create a topic when a Metadata request names it (Kafka
     /// `auto.create.topics.enable`; producers ask for metadata first).

@@ -12,7 +12,7 @@
 //! | [`net`] | per-core listener; `connection::serve`: frames in, responses out in order; `limits`: connection counts, queued request bytes, idle timeout |
 //! | [`handlers`] | one file per Kafka API, one two-phase shape; the `apis!` table |
 //! | [`shard`] | per-core `Shard`; `ShardMessage`s; control plane; group runtime; retention pass; log cleaner task |
-//! | [`log`] | `PartitionLog`: segments (background read-ahead, zero fill ahead of small writes, retention, roll by age, the DeleteRecords start checkpoint, compaction), indexes, batch cache and its pooled arenas and read buffers, recovery, producers |
+//! | [`log`] | `PartitionLog`: segments (background read-ahead, zero fill ahead of small writes, retention and the retiring of deleted segments off the shard, roll by age, the DeleteRecords start checkpoint, compaction), indexes, batch cache and its pooled arenas and read buffers, recovery, producers |
 //! | [`coordinator`] | the consumer group coordinator, a pure state machine; its records in Kafka's `__consumer_offsets` schemas; KIP-848 topic regexes |
 //! | [`metadata`] | the topic catalog: names, ids, partitions, placement, the internal topic `__consumer_offsets` and how groups map to it; persisted |
 //! | [`metrics`] | per-shard counters and latency histograms (thread-local, no atomics), the snapshot a scrape gathers over the mesh, the Prometheus text exposition and the `--metrics-listen` HTTP endpoint (`/metrics`, `/healthz`, `/readyz`) |

@@ -400,6 +400,7 @@ impl PartitionLog {
             // start offset.
             drop(new);
             std::fs::remove_file(&tmp)?;
+            super::retire::retire(sources.to_vec());
             remove_segment_files(&self.dir, &bases, None)?;
             let mut segs = self.segments.borrow_mut();
             segs.drain(at..at + sources.len());
@@ -410,6 +411,8 @@ impl PartitionLog {
         let swap = swap_path(&self.dir, base, end);
         std::fs::rename(&tmp, &swap)?;
         std::fs::File::open(&self.dir)?.sync_all()?;
+        // Before the sources' files go: their blocks are freed off the shard.
+        super::retire::retire(sources.to_vec());
         finish_swap(&self.dir, &swap, base, &bases)?;
         let new = Rc::new(new);
         self.segments.borrow_mut().splice(at..at + sources.len(), [new.clone()]);

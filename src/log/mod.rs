@@ -26,6 +26,7 @@ pub mod index;
 pub mod producer_state;
 pub mod recovery;
 pub mod retention;
+pub mod retire;
 pub mod segment;
 pub mod start_offset;
 pub mod watch;

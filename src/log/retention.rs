@@ -140,18 +140,23 @@ impl PartitionLog {
         self.cache.borrow_mut().evict_below(self.cache_id, self.log_start.get());
         deleted.log_start_offset = self.log_start.get();
         let mut first_error = None;
-        for seg in doomed {
+        for seg in &doomed {
             deleted.segments += 1;
             deleted.bytes += seg.size.get();
+        }
+        // Before the unlinks: the blocks are freed off the shard, after the reads in
+        // flight (they hold their own `Rc<Segment>`).
+        let bases: Vec<i64> = doomed.iter().map(|s| s.base_offset).collect();
+        super::retire::retire(doomed);
+        for base in bases {
             for ext in ["log", "index", "timeindex"] {
-                match std::fs::remove_file(segment_path(&self.dir, seg.base_offset, ext)) {
+                match std::fs::remove_file(segment_path(&self.dir, base, ext)) {
                     Err(e) if e.kind() != io::ErrorKind::NotFound => {
                         first_error.get_or_insert(e);
                     }
                     _ => {}
                 }
             }
-            // Reads in flight hold their own `Rc<Segment>`; the file closes after them.
         }
         match first_error {
             Some(e) => Err(e),

@@ -152,3 +152,35 @@ fn the_largest_timestamp_leaves_with_its_segment() {
 fn headers_base(b: &[u8]) -> i64 {
     crate::protocol::batch::RecordBatchHeader::parse(b).unwrap().base_offset
 }
+
+/// Descriptors this process holds on files under `dir` that were unlinked (`/proc/self/fd`
+/// links read "<path> (deleted)").
+fn deleted_files_held(dir: &Path) -> usize {
+    let prefix = dir.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.unwrap().path()).ok())
+        .map(|t| t.to_string_lossy().into_owned())
+        .filter(|t| t.starts_with(&prefix) && t.ends_with(" (deleted)"))
+        .count()
+}
+
+#[test]
+fn a_deleted_segment_is_closed_after_its_last_reader_and_off_the_shard() {
+    run(|dir| async move {
+        let log = twelve(&dir).await;
+        // A read in flight holds the oldest segment.
+        let reader = log.segments.borrow()[0].clone();
+        let policy = RetentionPolicy { retention_ms: 60_000, ..KEEP };
+        assert_eq!(log.enforce_retention(&policy, 100_000).await.unwrap().segments, 2);
+        assert_eq!(files(&dir), ["00000000000000000006.log", "00000000000000000009.log"]);
+        // Both deleted `.log`s stay open: each has the shard's descriptor and the second
+        // one that is dropped on the blocking thread; the reader's still reads.
+        glommio::timer::sleep(Duration::from_millis(300)).await;
+        assert_eq!(deleted_files_held(&dir), 2 + 1);
+        drop(reader);
+        glommio::timer::sleep(Duration::from_millis(400)).await;
+        assert_eq!(deleted_files_held(&dir), 0);
+        log.close().await.unwrap();
+    });
+}

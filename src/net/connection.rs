@@ -134,8 +134,9 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, budget: ConnectionBudget
     let (done_tx, done_rx) = futures_channel::oneshot::channel::<()>();
     let writer = Half(stream.clone());
     let max_idle = std::time::Duration::from_millis(shard.config.connections_max_idle_ms);
+    let write_stall = std::time::Duration::from_millis(shard.config.response_write_stall_ms);
     glommio::spawn_local(async move {
-        write_loop(writer, rx, peer, &writer_in_flight, max_idle).await;
+        write_loop(writer, rx, peer, &writer_in_flight, write_stall).await;
         let _ = done_tx.send(());
     })
     .detach();

@@ -1,7 +1,8 @@
 """Connection limits, queued request bytes, idle connections, one broker per address,
 start-up and panics: what the broker holds back or refuses, seen from raw sockets.
 
-Flags under test: --connections-max-idle-ms, --max-connections, --max-connections-per-ip,
+Flags under test: --connections-max-idle-ms, --response-write-stall-ms, --max-connections,
+--max-connections-per-ip,
 --queued-max-request-bytes (and -per-connection), the listen lock, the panic hook.
 """
 
@@ -113,7 +114,7 @@ def test_a_client_that_stops_reading_responses_is_closed(broker_factory):
     queued responses stop holding the shard's memory; others are served meanwhile."""
     from kafka import KafkaProducer
 
-    b = broker_factory("--connections-max-idle-ms", "800")
+    b = broker_factory("--response-write-stall-ms", "800")
     with KafkaAdminClient(bootstrap_servers=b.bootstrap) as admin:
         admin.create_topics([NewTopic("unread", 1, 1)])
     p = KafkaProducer(bootstrap_servers=b.bootstrap, acks=1)
