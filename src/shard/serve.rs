@@ -408,6 +408,9 @@ async fn delete_records(
     partition: i32,
     offset: i64,
 ) -> KafkaResult<i64> {
+    // Not across a reopen of the log: it could load the old log start offset after the
+    // client was told the new one.
+    let _no_reopen = shard.hold_logs().await;
     let Some(owned) = shard.log(topic, partition) else {
         return Err(not_here(shard, topic, partition));
     };

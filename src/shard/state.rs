@@ -134,6 +134,15 @@ impl Shard {
         Some(owned)
     }
 
+    /// Waits for a catalog change or a log reopen in flight to end, and keeps new ones
+    /// out while the returned permit lives. What changes a log's files from outside its
+    /// own tasks (DeleteRecords' log start checkpoint) holds it, so that a reopen never
+    /// loads the files half-way through such a change: the new instance sees all of it
+    /// or the change is made on the new instance.
+    pub async fn hold_logs(&self) -> Option<glommio::sync::Permit<'_>> {
+        self.applying.acquire_permit(1).await.ok()
+    }
+
     /// Starts another try at opening the partitions whose log failed to open or to
     /// write, unless one started less than [`REOPEN_BACKOFF`] ago.
     fn start_reopen(self: &Rc<Self>) {

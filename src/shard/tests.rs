@@ -231,3 +231,31 @@ fn a_failed_partition_log_is_opened_again_and_appends_resume() {
         assert_eq!(stored_bases(&shard, "single", 0).await, vec![0, 3, 6]);
     });
 }
+
+/// DeleteRecords racing the reopen of a failed log: the client is told the new log
+/// start offset only if the instance that serves afterwards has it too.
+#[test]
+fn delete_records_and_a_reopen_of_the_log_do_not_interleave() {
+    with_shard(|shard| async move {
+        let ok = append_each(&shard, "single", vec![(0, vec![batch(3), batch(3)])]).await;
+        assert_eq!(base_offsets(&ok), vec![Ok(0)]);
+        let failed = shard.log("single", 0).expect("owned").log.clone();
+        failed.fail_for_test();
+        // This refusal starts the reopen (a task that runs at the next yield) ...
+        let refused = append_each(&shard, "single", vec![(0, vec![batch(2)])]).await;
+        assert_eq!(base_offsets(&refused), vec![Err(ResponseError::KafkaStorageError)]);
+        // ... and DeleteRecords arrives meanwhile.
+        let (reply, rx) = oneshot::channel();
+        let request =
+            DataRequest::DeleteRecords { topic: name("single"), partition: 0, offset: 3, reply };
+        shard.send(shard.id, request).await;
+        assert_eq!(rx.await.expect("reply"), Ok(3));
+        let mut waited = 0;
+        while Rc::ptr_eq(&shard.log("single", 0).expect("owned").log, &failed) {
+            assert!(waited < 200, "the failed log was never opened again");
+            glommio::timer::sleep(std::time::Duration::from_millis(10)).await;
+            waited += 1;
+        }
+        assert_eq!(shard.log("single", 0).expect("owned").log.log_start_offset(), 3);
+    });
+}
