@@ -8,15 +8,19 @@
 //! when it is not. [`GroupCoordinator`](super::GroupCoordinator) has already changed
 //! its memory by then (it does no I/O): a commit is undone
 //! ([`GroupCoordinator::revert_offset`](super::GroupCoordinator::revert_offset)); a
-//! group's metadata (a SyncGroup assignment, a KIP-848 epoch) is not yet, so a member
-//! that asks again may still see it until a restart (Kafka resets the assignment and
-//! rebalances).
+//! classic group whose SyncGroup assignment write failed rebalances (Kafka's
+//! `resetAndPropagateAssignmentError`); a KIP-848 group goes back to its last stored
+//! record, as Kafka's coordinator runtime reverts to its last committed offset
+//! ([`GroupCoordinator::group_write_failed`](super::GroupCoordinator::group_write_failed)).
+//! The responses of the group's requests that came in while the failed write was in
+//! flight fail too (the group host, `shard/groups.rs`).
 
 use kafka_protocol::messages::ResponseKind;
 use kafka_protocol::ResponseError;
 
+use super::consumer::ConsumerGroup;
 use super::ctx::Ctx;
-use super::group::Group;
+use super::group::{Group, GroupKind};
 use super::state::GroupState;
 use super::{GroupCoordinator, GroupRecord, Output};
 
@@ -88,6 +92,20 @@ pub fn answer_failed_write(response: &mut ResponseKind) {
 }
 
 impl GroupCoordinator {
+    /// `record` is stored (written and acknowledged by the log, or replayed at start):
+    /// a KIP-848 group's record is what a later failed write puts it back to.
+    pub fn group_write_succeeded(&mut self, record: &GroupRecord) {
+        match record {
+            GroupRecord::ConsumerGroup { group, .. } => {
+                self.durable_consumer_groups.insert(group.clone(), record.clone());
+            }
+            GroupRecord::GroupTombstone { group } | GroupRecord::GroupMetadata { group, .. } => {
+                self.durable_consumer_groups.remove(group);
+            }
+            GroupRecord::Offset { .. } | GroupRecord::OffsetTombstone { .. } => {}
+        }
+    }
+
     /// The write of `record` failed. For the metadata of a classic group that still
     /// has the generation the record stored and is Stable (its leader's SyncGroup
     /// stored the assignment) or CompletingRebalance: what Kafka does when storing a
@@ -95,9 +113,29 @@ impl GroupCoordinator {
     /// `maybePrepareRebalance`): every member's assignment is cleared, parked SyncGroups
     /// get NOT_COORDINATOR, and the group rebalances, so no member goes on with an
     /// assignment a restart would not know. Other records: nothing (a commit is undone
-    /// by [`GroupCoordinator::revert_offset`]). Returns the outputs to carry out.
+    /// by [`GroupCoordinator::revert_offset`]).
+    ///
+    /// A KIP-848 group's record, or a tombstone of a KIP-848 group: the group goes back
+    /// to its last stored record (Kafka's coordinator runtime reverts its in-memory
+    /// state to the last committed offset), as a restart would load it: members keep
+    /// the epochs and assignments stored, their session timers start again at
+    /// `now_ms`, and a member told something newer (its response failed too) is
+    /// fenced on its next heartbeat and rejoins. A group with no stored record goes
+    /// (its committed offsets stay). Returns the outputs to carry out.
     pub fn group_write_failed(&mut self, record: &GroupRecord, now_ms: i64) -> Vec<Output> {
         let mut out = Vec::new();
+        if let GroupRecord::ConsumerGroup { group, .. } | GroupRecord::GroupTombstone { group } =
+            record
+        {
+            let consumer = self
+                .groups
+                .get(group.as_str())
+                .is_some_and(|g| matches!(g.kind, GroupKind::Consumer(_)));
+            if consumer || matches!(record, GroupRecord::ConsumerGroup { .. }) {
+                self.restore_consumer_group(group, now_ms);
+                return out;
+            }
+        }
         let GroupRecord::GroupMetadata { group, generation, .. } = record else { return out };
         let Some(g) = self.groups.get_mut(group.as_str()).and_then(Group::as_classic_mut) else {
             return out;
@@ -111,6 +149,28 @@ impl GroupCoordinator {
         }
         self.reschedule(group);
         out
+    }
+
+    /// Puts KIP-848 group `group` back to its last stored record; see
+    /// [`GroupCoordinator::group_write_failed`].
+    fn restore_consumer_group(&mut self, group: &str, now_ms: i64) {
+        let stored = self.durable_consumer_groups.get(group).cloned();
+        match stored.and_then(ConsumerGroup::from_record) {
+            Some(mut cg) => {
+                cg.arm_timers(self.config.consumer_session_timeout_ms as i64, now_ms);
+                self.replace_kind(group, GroupKind::Consumer(cg));
+            }
+            None => {
+                if let Some(old) = self.remove_group(group) {
+                    if !old.offsets.is_empty() {
+                        let mut g = Group::classic(group, None);
+                        g.offsets = old.offsets;
+                        self.groups.insert(group.to_string(), g);
+                    }
+                }
+            }
+        }
+        self.reschedule(group);
     }
 }
 

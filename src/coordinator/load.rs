@@ -21,6 +21,7 @@ impl GroupCoordinator {
     /// (epochs, subscriptions, current and target assignments) and subscription
     /// metadata; its members' session timers start at `set_loading(false, now)`.
     pub fn load(&mut self, record: GroupRecord) {
+        self.group_write_succeeded(&record);
         match record {
             GroupRecord::Offset {
                 group,
@@ -120,7 +121,7 @@ impl GroupCoordinator {
 
 impl GroupCoordinator {
     /// Install `kind` as the state of `group_id`, keeping the offsets it already has.
-    fn replace_kind(&mut self, group_id: &str, kind: GroupKind) {
+    pub(super) fn replace_kind(&mut self, group_id: &str, kind: GroupKind) {
         let offsets = self.remove_group(group_id).map(|g| g.offsets).unwrap_or_default();
         let mut g = Group::with_kind(group_id, kind);
         g.offsets = offsets;

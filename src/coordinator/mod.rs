@@ -122,6 +122,10 @@ pub struct GroupCoordinator {
     ids: MemberIds,
     /// Topic name -> (topic id, partition count), for server-side assignment.
     topics: consumer::TopicCatalog,
+    /// The last stored [`GroupRecord::ConsumerGroup`] of every KIP-848 group that has
+    /// one (replayed, or written and acknowledged by the log): what a failed write of a
+    /// later one puts the group back to ([`GroupCoordinator::group_write_failed`]).
+    durable_consumer_groups: HashMap<String, GroupRecord>,
 }
 
 /// Source of generated member ids: random v4 UUIDs, or `Some((seed, counter))` for
@@ -158,6 +162,7 @@ impl GroupCoordinator {
             next_retention_check_ms: None,
             ids: MemberIds(None),
             topics: consumer::TopicCatalog::new(),
+            durable_consumer_groups: HashMap::new(),
         }
     }
 

@@ -96,7 +96,15 @@ pub struct GroupHost {
     /// Outputs of the coordinator's reaction to a failed write
     /// ([`GroupCoordinator::group_write_failed`]), carried out by the group timers.
     deferred: Rc<RefCell<Vec<Output>>>,
+    /// The group-state writes in flight, by group: each write's flag is set if it
+    /// fails. A response to a group's request also fails when a write of that group
+    /// started before it (by any request) fails, as it may say what that write
+    /// changed (Kafka fails the responses deferred on a failed offset).
+    writing: WritesInFlight,
 }
+
+/// Group id -> the flags of that group's writes in flight (set when one fails).
+type WritesInFlight = Rc<RefCell<HashMap<Rc<str>, Vec<Rc<Cell<bool>>>>>>;
 
 impl GroupHost {
     /// Opens the offsets partitions shard `id` owns and replays them.
@@ -146,6 +154,7 @@ impl GroupHost {
             barrier: Rc::new(AppendBarrier::default()),
             last_reopen: Cell::new(None),
             deferred: Rc::default(),
+            writing: Rc::default(),
         })
     }
 
@@ -163,6 +172,7 @@ impl GroupHost {
         self.waiting.borrow_mut().insert(token, reply);
         let now = now_ms();
         let v = call.api_version;
+        let group = group_of(&call.request);
         // What a commit replaces, to put back if its write fails.
         let previous = match &call.request {
             RequestKind::OffsetCommit(r) => {
@@ -207,7 +217,7 @@ impl GroupHost {
                 }
             }
         };
-        self.run_undoing(outputs, previous, true).await;
+        self.run_undoing(outputs, previous, Some(group.as_deref())).await;
     }
 
     /// Tells the coordinator the topics that exist (KIP-848 server-side assignment
@@ -333,21 +343,33 @@ impl GroupHost {
     /// offsets partition to go to) is answered with [`answer_failed_write`]'s error
     /// instead: the client is not told that something is stored when it is not.
     async fn run(&self, outputs: Vec<Output>) {
-        self.run_undoing(outputs, HashMap::new(), false).await
+        self.run_undoing(outputs, HashMap::new(), None).await
     }
 
     /// [`GroupHost::run`], and a commit whose write fails is undone in memory before
     /// anyone waiting for that write is answered: `previous` holds, by (topic,
     /// partition), the record that puts back what the commit replaced
-    /// ([`GroupCoordinator::offset_as_record`]). `answer_failures`: the outputs are one
-    /// request's (its group's), so a failed write turns the responses after it into
-    /// errors; a timer's outputs mix groups and only log a failed write.
+    /// ([`GroupCoordinator::offset_as_record`]). `request`: `Some` when the outputs are
+    /// one request's, so a failed write of this request, or one of its group
+    /// (`Some(Some(group))`) started earlier by another request, turns the responses
+    /// after it into errors; `None` (a timer's outputs mix groups): a failed write is
+    /// only logged.
     async fn run_undoing(
         &self,
         outputs: Vec<Output>,
         previous: HashMap<(String, i32), GroupRecord>,
-        answer_failures: bool,
+        request: Option<Option<&str>>,
     ) {
+        let answer_failures = request.is_some();
+        let request_group = request.flatten();
+        // This group's writes started before (their own responses wait for them too).
+        let earlier: Vec<(Rc<str>, Rc<Cell<bool>>)> = request_group
+            .and_then(|g| {
+                let writing = self.writing.borrow();
+                let (name, flags) = writing.get_key_value(g)?;
+                Some(flags.iter().map(|f| (name.clone(), f.clone())).collect())
+            })
+            .unwrap_or_default();
         for output in &outputs {
             if let Output::Persist(record) = output {
                 let p = offsets_partition(record.group(), self.placement);
@@ -369,7 +391,7 @@ impl GroupHost {
         // One flag per write of this call, set if it fails; a response depends on the
         // writes before it (only in a call for one request: a timer's call mixes groups,
         // and its writes are only logged).
-        let mut written: Vec<(Rc<str>, Rc<Cell<bool>>)> = Vec::new();
+        let mut written: Vec<(Rc<str>, Rc<Cell<bool>>)> = earlier;
         for output in outputs {
             match output {
                 Output::Persist(record) => {
@@ -398,8 +420,15 @@ impl GroupHost {
                     let undo = undo_of(&record, &previous);
                     let coordinator = self.coordinator.clone();
                     let deferred = self.deferred.clone();
+                    let writing = self.writing.clone();
+                    writing.borrow_mut().entry(group.clone()).or_default().push(failed.clone());
                     let mut append: Pin<Box<dyn Future<Output = ()>>> = Box::pin(async move {
-                        if let Err(e) = log.append(batch, now_ms()).await {
+                        let result = log.append(batch, now_ms()).await;
+                        forget_write(&writing, &group, &failed);
+                        if result.is_ok() {
+                            coordinator.borrow_mut().group_write_succeeded(&record);
+                        }
+                        if let Err(e) = result {
                             // Memory goes back to what is stored (a commit), and the
                             // response says the write failed.
                             tracing::error!(
@@ -481,6 +510,33 @@ fn answer_failures_of(depends: &[(Rc<str>, Rc<Cell<bool>>)], response: &mut Resp
         return;
     }
     answer_failed_write(response);
+}
+
+/// Takes a finished write's `flag` out of the writes in flight of `group`.
+fn forget_write(writing: &WritesInFlight, group: &Rc<str>, flag: &Rc<Cell<bool>>) {
+    let mut writing = writing.borrow_mut();
+    if let Some(flags) = writing.get_mut(group) {
+        flags.retain(|f| !Rc::ptr_eq(f, flag));
+        if flags.is_empty() {
+            writing.remove(group);
+        }
+    }
+}
+
+/// The group a request that may change group state is for (None for the others, and
+/// for DeleteGroups, which names several).
+fn group_of(request: &RequestKind) -> Option<String> {
+    let id = match request {
+        RequestKind::JoinGroup(r) => &r.group_id,
+        RequestKind::SyncGroup(r) => &r.group_id,
+        RequestKind::Heartbeat(r) => &r.group_id,
+        RequestKind::LeaveGroup(r) => &r.group_id,
+        RequestKind::OffsetCommit(r) => &r.group_id,
+        RequestKind::OffsetDelete(r) => &r.group_id,
+        RequestKind::ConsumerGroupHeartbeat(r) => &r.group_id,
+        _ => return None,
+    };
+    Some(id.0.to_string())
 }
 
 /// What puts back the offset an Offset `record` of this call replaced, if any.
@@ -661,6 +717,67 @@ mod tests {
 
     /// A commit whose write fails is answered NOT_COORDINATOR (not success); the
     /// offsets partition is opened again on a later write and commits succeed again.
+    /// A KIP-848 heartbeat of member `member` at `epoch` (0: join) of group "k",
+    /// subscribed to "t"; the response's (error code, member epoch).
+    fn cg_beat(member: &str, epoch: i32) -> RequestKind {
+        use kafka_protocol::messages::{ConsumerGroupHeartbeatRequest, GroupId, TopicName};
+        use kafka_protocol::protocol::StrBytes;
+        let mut r = ConsumerGroupHeartbeatRequest::default()
+            .with_group_id(GroupId(StrBytes::from_static_str("k")))
+            .with_member_id(StrBytes::from_string(member.to_string()))
+            .with_member_epoch(epoch);
+        if epoch == 0 {
+            r = r
+                .with_rebalance_timeout_ms(30_000)
+                .with_subscribed_topic_names(Some(vec![TopicName(StrBytes::from_static_str("t"))]))
+                .with_topic_partitions(Some(vec![]));
+        }
+        RequestKind::ConsumerGroupHeartbeat(r)
+    }
+
+    fn code_and_epoch(r: ResponseKind) -> (i16, i32) {
+        match r {
+            ResponseKind::ConsumerGroupHeartbeat(r) => (r.error_code, r.member_epoch),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    /// A KIP-848 group's write fails: the group goes back to what is stored, and a
+    /// heartbeat that writes nothing but came in while that write was in flight fails
+    /// too (it was told what the failed write changed: here, b's epoch).
+    #[test]
+    fn a_failed_consumer_group_write_fails_the_groups_responses_behind_it() {
+        crate::shard::testing::with_shard(|shard| async move {
+            let host = &shard.groups;
+            assert_eq!(code_and_epoch(call(host, cg_beat("a", 0), 0).await), (0, 1));
+            let logs = host.open_logs();
+            assert_eq!(logs.len(), 1);
+            host.last_reopen.set(Some(std::time::Instant::now()));
+            // b joins, and heartbeats again while the write of its record is in flight;
+            // then that write fails.
+            let mut replies = Vec::new();
+            for request in [cg_beat("b", 0), cg_beat("b", 2)] {
+                let call = GroupCall {
+                    request,
+                    api_version: 0,
+                    client_id: "test".into(),
+                    client_host: "/127.0.0.1".into(),
+                };
+                let (tx, rx) = oneshot::channel();
+                host.submit(call, tx).await;
+                replies.push(rx);
+            }
+            let beat = replies.pop().unwrap();
+            let joined = replies.pop().unwrap();
+            logs[0].1.fail_for_test();
+            assert_eq!(code_and_epoch(joined.await.unwrap()), (16, 2));
+            assert_eq!(code_and_epoch(beat.await.unwrap()), (16, 2));
+            // Memory is what is stored: a alone at epoch 1; b is unknown.
+            assert_eq!(host.coordinator.borrow().consumer_group_state("k"), Some(("Stable", 1, 1)));
+            assert_eq!(code_and_epoch(call(host, cg_beat("b", 2), 0).await).0, 25);
+        });
+    }
+
     #[test]
     fn a_failed_group_write_answers_not_coordinator_then_the_log_reopens() {
         crate::shard::testing::with_shard(|shard| async move {

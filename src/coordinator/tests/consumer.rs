@@ -851,3 +851,37 @@ fn static_member_not_returning_expires() {
     assert_eq!(r.member_epoch, 3);
     assert_eq!(assignment(&r), Some(vec![(T1, vec![0, 1, 2, 3, 4, 5])]));
 }
+
+/// A KIP-848 group whose record write fails goes back to its last stored record, as a
+/// restart would load it (Kafka's coordinator runtime reverts to the last committed
+/// offset); a group whose first record failed is gone.
+#[test]
+fn a_failed_consumer_group_write_puts_the_group_back_to_its_last_stored_record() {
+    let mut h = setup();
+    let (r, records) = hb_v(&mut h, 1, join_req("a", &["t"], None));
+    assert_eq!((r.error_code, r.member_epoch), (0, 1));
+    assert_eq!(records.len(), 1);
+    h.c.group_write_succeeded(&records[0]);
+    // b joins; the write of the record that says so fails.
+    let (r, records) = hb_v(&mut h, 1, join_req("b", &["t"], None));
+    assert_eq!((r.error_code, r.member_epoch), (0, 2));
+    assert_eq!(records.len(), 1);
+    assert_eq!(h.c.consumer_group_state("cg"), Some(("Reconciling", 2, 2)));
+    assert_eq!(h.c.group_write_failed(&records[0], h.now), vec![]);
+    assert_eq!(h.c.consumer_group_state("cg"), Some(("Stable", 1, 1)));
+    // b is unknown again (it rejoins); a is where the stored record left it.
+    let r = hb(&mut h, beat_req("b", 2, None));
+    assert_eq!(r.error_code, ResponseError::UnknownMemberId.code());
+    let r = hb(&mut h, beat_req("a", 1, Some(vec![(T1, vec![0, 1, 2, 3, 4, 5])])));
+    assert_eq!((r.error_code, r.member_epoch), (0, 1));
+    // A group whose first record failed is gone.
+    let (r, records) = hb_v(&mut h, 1, join_req("x", &["t"], None).with_group_id(gid("new")));
+    assert_eq!((r.error_code, r.member_epoch), (0, 1));
+    assert_eq!(h.c.group_write_failed(&records[0], h.now), vec![]);
+    assert_eq!(h.c.consumer_group_state("new"), None);
+    // A stored tombstone forgets the record: a failed write after it leaves no group.
+    h.c.group_write_succeeded(&GroupRecord::GroupTombstone { group: "cg".into() });
+    let (_, records) = hb_v(&mut h, 1, join_req("b", &["t"], None));
+    assert_eq!(h.c.group_write_failed(&records[0], h.now), vec![]);
+    assert_eq!(h.c.consumer_group_state("cg"), None);
+}
