@@ -6,6 +6,7 @@ peak RSS from /proc/<pid>, and the count of established client connections (ss).
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 import signal
@@ -36,6 +37,13 @@ def proc_status_kib(pid: int, key: str) -> int:
             if line.startswith(key + ":"):
                 return int(line.split()[1])
     return 0
+
+
+def open_fds(pid: int) -> Optional[int]:
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return None
 
 
 def reset_hwm(pid: int) -> bool:
@@ -124,15 +132,26 @@ class Broker:
     def ready(self) -> bool:
         return True
 
-    def stop(self) -> Optional[int]:
+    def relaunch(self) -> float:
+        """Starts the broker again on the data dir and port it had (a restart: no fresh dir, no
+        format), appending to its log; returns the monotonic time just before the exec. The
+        caller decides when it counts as up."""
+        logf = open(self.log, "a")
+        t0 = time.monotonic()
+        self.proc = subprocess.Popen(self.start_cmd, stdout=logf, stderr=subprocess.STDOUT, cwd=ROOT,
+                                     start_new_session=True)
+        logf.close()
+        return t0
+
+    def stop(self, timeout: float = 60) -> Optional[int]:
         if not self.proc:
             return None
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(timeout=60)
+                self.proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                say(f"{self.name} ignored SIGTERM for 60 s; killing it")
+                say(f"{self.name} ignored SIGTERM for {timeout:.0f} s; killing it")
                 self.proc.kill()
                 self.proc.wait()
         rc = self.proc.returncode

@@ -16,17 +16,30 @@ from pathlib import Path
 from .brokers import BROKERS, Kafka, Shardlog
 from .common import CACHE, ROOT, RUN, Result, rel, say
 from .report import git_commit, make_chart, targets, write_report
-from .workloads import WORKLOADS, Bench
+from .workloads import ALL_WORKLOADS, LIMIT_WORKLOADS, WORKLOADS, Bench
 
 DESCRIPTION = "shardlog vs Apache Kafka, same machine, same run, same clients (see shared PERF.md)."
+
+
+def selected_workloads(opts) -> list[str]:
+    """--workload names, plus the limits workloads with --limits; with neither, the default run
+    (every workload but the limits ones)."""
+    if not opts.workload and not opts.limits:
+        return list(WORKLOADS)
+    return [w for w in ALL_WORKLOADS if w in (opts.workload or []) or (opts.limits and w in LIMIT_WORKLOADS)]
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="scripts/bench", description=DESCRIPTION,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small runs (a few minutes end to end), for development")
-    ap.add_argument("--workload", action="append", choices=WORKLOADS, metavar="NAME",
-                    help=f"run only this workload (repeatable): {', '.join(WORKLOADS)}")
+    ap.add_argument("--workload", action="append", choices=ALL_WORKLOADS, metavar="NAME",
+                    help=f"run only this workload (repeatable): {', '.join(ALL_WORKLOADS)}")
+    ap.add_argument("--limits", action="store_true",
+                    help=f"run the limits workloads ({', '.join(LIMIT_WORKLOADS)}; not in the default run, "
+                         "~12 min for both brokers) -> perf/results/<date>-<commit>-limits.md")
+    ap.add_argument("--flood-procs", type=int, default=200,
+                    help="producers-unthrottled: producer processes of the second run (default 200)")
     ap.add_argument("--broker", action="append", choices=BROKERS, help="run only this broker (repeatable)")
     ap.add_argument("--cores", type=int, default=os.cpu_count(), help="shardlog --cores and size of the CPU set "
                                                                       "both brokers are pinned to (default: nproc)")
@@ -57,7 +70,7 @@ def main(argv=None):
             skip = True
         elif not a.startswith("--shardlog-bin="):
             opts.argv.append(a)
-    opts.workloads = [w for w in WORKLOADS if not opts.workload or w in opts.workload]
+    opts.workloads = selected_workloads(opts)
     if opts.replot:
         data = json.loads(opts.replot.read_text())
         opts.quick = data.get("quick", False)
@@ -71,8 +84,9 @@ def main(argv=None):
     ncpu = os.cpu_count() or 1
     opts.cores = max(1, min(opts.cores, ncpu))
     opts.cpuset = f"0-{opts.cores - 1}" if opts.cores > 1 else "0"
-    full = not opts.quick and not opts.workload and not opts.broker
-    out_dir = opts.out or (ROOT / "perf" / "results" if full else CACHE / "results")
+    full = not opts.quick and not opts.workload and not opts.broker and not opts.limits
+    opts.limits_run = opts.limits and not opts.quick and not opts.workload and not opts.broker
+    out_dir = opts.out or (ROOT / "perf" / "results" if full or opts.limits_run else CACHE / "results")
 
     RUN.mkdir(parents=True, exist_ok=True)
     git_commit()

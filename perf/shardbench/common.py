@@ -9,7 +9,7 @@ import os
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -27,6 +27,7 @@ JVM_PERF_OPTS = [
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 MIB = 1 << 20
+GIB = 1 << 30
 T0 = time.monotonic()
 
 
@@ -117,6 +118,16 @@ class Result:
     client_cpu: Optional[float] = None
     notes: list = field(default_factory=list)
     commands: list = field(default_factory=list)
+    figures: dict = field(default_factory=dict)  # a limits workload's own figures (report.FIGURES)
+
+
+def result_dict(r: Result) -> dict:
+    """A Result for the JSON file; `figures` only where a limits workload filled it, so the
+    files of the other workloads keep the layout they always had."""
+    d = asdict(r)
+    if not d["figures"]:
+        del d["figures"]
+    return d
 
 
 def percentile(sorted_vals: list, q: float) -> Optional[float]:

@@ -15,13 +15,13 @@ import shlex
 import shutil
 import subprocess
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 from .brokers import BROKERS
 from .clients import java_tool
-from .common import CACHE, LIBS, MIB, RDPERF, ROOT, RUN, T0, Result, hms, rel
+from .common import CACHE, GIB, LIBS, MIB, RDPERF, ROOT, RUN, T0, Result, hms, rel, result_dict
+from .limits import FLOOD_BASELINE, IDLE_CONNS, LIMIT_WORKLOADS, PROBE_RATE
 
 if TYPE_CHECKING:
     from .workloads import Bench
@@ -154,11 +154,117 @@ def targets(bench: Bench) -> list[dict]:
     return out
 
 
+LIMITS_DESC = {
+    "producers-unthrottled":
+        f"issue 11: `rdkafka_performance -P` processes started at once with no rate limit, first {FLOOD_BASELINE} "
+        "(the issue's first data point), then 200, each run on a broker started fresh, for a fixed time, then "
+        "SIGINT. rdkafka_performance's producer settings: no idempotence (so up to 1,000,000 requests in flight "
+        "per connection), acks=all, `linger.ms=1000`; 1 KiB records, topic of 8 partitions; the client queue is "
+        "capped at 16 MiB per process (`queue.buffering.max.kbytes=16384`; the default, 100,000 messages, times "
+        "200 processes would not fit the machine's memory). Throughput is every record delivered over the wall "
+        "time from the first exec to SIGINT; the clients take most of the 2 cores, so it measures the machine as "
+        "much as the broker. Peak RSS is VmHWM over the run; *RSS 5 s after* is once the producers are gone.",
+    "idle-connections-5k":
+        f"issue 11: {IDLE_CONNS:,} TCP connections from one Python process (`python -m shardbench.idle`, "
+        "RLIMIT_NOFILE soft limit raised to the hard limit), each sending one ApiVersions v0 request, reading the "
+        "answer, then sending nothing; neither broker limits connections by default (shardlog "
+        "`--max-connections`/`--max-connections-per-ip`: no limit; Kafka `max.connections`, "
+        "`max.connections.per.ip`: Integer.MAX_VALUE), so no flag was changed. Latency probe: "
+        f"`rdkafka_performance -P` at {PROBE_RATE} records/s of 1 KiB (acks=all, idempotence on, `linger.ms=5`, "
+        "µs resolution) into 4 partitions, once before the connections are opened and once while they are held.",
+    "partitions-10k":
+        "issue 11: one topic of 10,000 partitions, written once (200,000 x 100 B records from rdkafka_performance, "
+        "random partition per record, then one Produce with a record for every partition), the broker stopped "
+        "(SIGTERM) and started again on the same data dir. **Start-up time** is from the exec to: the port "
+        "accepting connections; a Metadata v4 request listing all 10,000 partitions with a leader and no error; "
+        "a Produce v3 (acks=all) with one record for each of the 10,000 partitions answered with no error on all "
+        "(the broker serves every partition). Polled every 0.1 s; Kafka's includes the JVM start. Latency probe: "
+        f"`rdkafka_performance -P` at {PROBE_RATE} records/s of 1 KiB, random partition per record (so spread over "
+        "all 10,000), acks=all, idempotence on, `linger.ms=5`, µs resolution.",
+}
+
+FIGURE_DIGITS = {"RSS per connection (KiB)": 1, "throughput vs x6": 2}
+
+
+def figure_rows(k: Optional[Result], s: Optional[Result]) -> list[str]:
+    """Table rows for a limits workload's own figures (Result.figures), in the order first seen."""
+    keys: list[str] = []
+    for r in (k, s):
+        for key in (r.figures if r else {}):
+            if key not in keys:
+                keys.append(key)
+    rows = []
+    for key in keys:
+        kv, sv = (r.figures.get(key) if r else None for r in (k, s))
+        if kv is None and sv is None:
+            continue
+        d = FIGURE_DIGITS.get(key, 1 if "(s)" in key else 0)
+        rr = ratio(sv, kv) if all(isinstance(v, (int, float)) for v in (kv, sv)) else None
+        rows.append(f"| {key} | {fmt(kv, d)} | {fmt(sv, d)} | {fmt(rr, 2)} |")
+    return rows
+
+
+def rss_bound_mib(opts) -> float:
+    """The bound stated for shardlog's RSS under unthrottled producers: its batch cache
+    (--cache-bytes, default a quarter of the memory, at most 1 GiB) plus the queued-request
+    budget (--queued-max-request-bytes, default 256 MiB) plus 256 MiB for everything else
+    (code, io_uring buffers, partition state, connection buffers)."""
+    args = " ".join(getattr(opts, "shardlog_arg", []))
+    m = re.search(r"--cache-bytes[= ](\d+)", args)
+    cache = int(m.group(1)) if m else min(GIB, int(proc_meminfo_kib() * 1024 / 4))
+    m = re.search(r"--queued-max-request-bytes[= ](\d+)", args)
+    queued = int(m.group(1)) if m else 256 * MIB
+    return (cache + queued + 256 * MIB) / MIB
+
+
+def rss_bound_line(opts, s: Result) -> str:
+    bound = rss_bound_mib(opts)
+    within = "within it" if s.peak_rss_mib <= bound else "**over it**"
+    return (f"- shardlog RSS bound (stated here: batch cache + queued-request budget + 256 MiB = {bound:,.0f} MiB "
+            f"on this machine): peak {s.peak_rss_mib:,.0f} MiB, {within}")
+
+
+def proc_meminfo_kib() -> int:
+    for line in open("/proc/meminfo"):
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1])
+    return 0
+
+
+def targets_lines(tg: list) -> list[str]:
+    """The Targets section: each target's Kafka and shardlog figures, ratio, goal and verdict."""
+    L: list[str] = []
+    L.append("## Targets")
+    L.append("")
+    L.append("| target | Kafka | shardlog | shardlog/Kafka | goal | met |")
+    L.append("| --- | ---: | ---: | ---: | --- | --- |")
+    for t in tg:
+        met = "–" if t["met"] is None else ("**yes**" if t["met"] else "**NO**")
+        goal = f"{'≥' if t['better'] == 'higher' else '≤'} {t['want']:g}×"
+        L.append(f"| {t['name']} | {fmt(t['kafka'], 2)} | {fmt(t['shardlog'], 2)} | {fmt(t['ratio'], 2)} | {goal} | {met} |")
+    L.append("")
+    short = [t for t in tg if t["met"] is False]
+    unknown = [t for t in tg if t["met"] is None]
+    if short:
+        L.append("**Where shardlog falls short:** " + "; ".join(
+            f"{t['name']}: {fmt(t['ratio'], 2)}× of Kafka (goal {'≥' if t['better'] == 'higher' else '≤'} {t['want']:g}×)"
+            for t in short) + ". A profile of shardlog's hot path is in *Profile* below.")
+    else:
+        L.append("shardlog meets every target that could be measured in this run.")
+    if unknown:
+        L.append("")
+        L.append("**Not measured** (a workload failed or was not run): " + ", ".join(t["name"] for t in unknown) + ".")
+    L.append("")
+    return L
+
+
 def write_report(bench: Bench, out_dir: Path, full: bool) -> Path:
     opts = bench.opts
     commit, dirty = git_commit()
     date = dt.date.today().isoformat()
     stem = f"{date}-{commit}" + ("" if full else "-" + ("quick" if opts.quick else "partial"))
+    if getattr(opts, "limits_run", False):
+        stem = f"{date}-{commit}-limits"
     out_dir.mkdir(parents=True, exist_ok=True)
     # A second run at the same commit gets its own files (-run2, -run3, ...) instead of
     # overwriting the first: runs are meant to be read side by side.
@@ -182,27 +288,13 @@ def write_report(bench: Bench, out_dir: Path, full: bool) -> Path:
     L.append(f"![throughput and latency]({png_path.name})")
     L.append("")
     # headline
-    L.append("## Targets")
-    L.append("")
-    L.append("| target | Kafka | shardlog | shardlog/Kafka | goal | met |")
-    L.append("| --- | ---: | ---: | ---: | --- | --- |")
-    for t in tg:
-        met = "–" if t["met"] is None else ("**yes**" if t["met"] else "**NO**")
-        goal = f"{'≥' if t['better'] == 'higher' else '≤'} {t['want']:g}×"
-        L.append(f"| {t['name']} | {fmt(t['kafka'], 2)} | {fmt(t['shardlog'], 2)} | {fmt(t['ratio'], 2)} | {goal} | {met} |")
-    L.append("")
     short = [t for t in tg if t["met"] is False]
-    unknown = [t for t in tg if t["met"] is None]
-    if short:
-        L.append("**Where shardlog falls short:** " + "; ".join(
-            f"{t['name']}: {fmt(t['ratio'], 2)}× of Kafka (goal {'≥' if t['better'] == 'higher' else '≤'} {t['want']:g}×)"
-            for t in short) + ". A profile of shardlog's hot path is in *Profile* below.")
+    if any(w not in LIMIT_WORKLOADS for w in opts.workloads):
+        L.extend(targets_lines(tg))
     else:
-        L.append("shardlog meets every target that could be measured in this run.")
-    if unknown:
+        L.append("Only the limits workloads ran (issue 11, see *Workloads*); the throughput and latency targets "
+                 "of the default run are not measured here.")
         L.append("")
-        L.append("**Not measured** (a workload failed or was not run): " + ", ".join(t["name"] for t in unknown) + ".")
-    L.append("")
     failures = [r for r in R if not r.ok]
     if failures or bench.broker_events:
         L.append("## Failures")
@@ -265,6 +357,7 @@ def write_report(bench: Bench, out_dir: Path, full: bool) -> Path:
         "many-connections": "200 `rdkafka_performance` producer processes at once (one broker connection each), "
                             "each at a fixed rate (`-r`), 1 KiB records, acks=all, idempotence on, `linger.ms=5`; "
                             "latency (µs resolution) over all records of all producers.",
+        **LIMITS_DESC,
     }
     for w in opts.workloads:
         rows = [r for r in R if r.workload == w]
@@ -291,12 +384,15 @@ def write_report(bench: Bench, out_dir: Path, full: bool) -> Path:
                 if kv is None and sv is None:
                     continue
                 L.append(f"| {label} | {fmt(kv, d)} | {fmt(sv, d)} | {fmt(ratio(sv, kv), 2)} |")
+            L.extend(figure_rows(k, s))
             if (k and not k.ok) or (s and not s.ok):
                 L.append(f"| status | {'ok' if k and k.ok else 'FAILED'} | {'ok' if s and s.ok else 'FAILED'} | |")
             L.append("")
             for r in (k, s):
                 if r and r.notes:
                     L.append(f"- {r.broker}: " + "; ".join(r.notes))
+            if w == "producers-unthrottled" and s is not None and s.peak_rss_mib is not None:
+                L.append(rss_bound_line(opts, s))
             if w == "many-partitions":
                 for b in BROKERS:
                     mp, pm = get(R, b, w, c), get(R, b, "produce-max", "java")
@@ -382,7 +478,7 @@ def write_report(bench: Bench, out_dir: Path, full: bool) -> Path:
     md_path.write_text("\n".join(L) + "\n")
     (out_dir / f"{stem}.json").write_text(json.dumps(dict(
         date=date, commit=commit, dirty=dirty, quick=opts.quick, machine=mach, limits=bench.limits,
-        rate=bench.rate_used, targets=tg, results=[asdict(r) for r in R], events=bench.broker_events,
+        rate=bench.rate_used, targets=tg, results=[result_dict(r) for r in R], events=bench.broker_events,
         versions=bench.versions), indent=1, default=str))
     chart_ok = make_chart(bench, png_path)
     if not chart_ok:

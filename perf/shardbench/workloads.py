@@ -9,6 +9,9 @@ workload runs against it:
   many-partitions  1,000 partitions, 1 KiB records
   many-connections 200 producer processes (rdkafka_performance), one connection each
 
+and, only when asked for (--limits, --workload), the limits workloads of limits.py, each on
+a broker started fresh: producers-unthrottled, idle-connections-5k, partitions-10k.
+
 Per broker and workload: MiB/s, records/s, latency percentiles, broker CPU seconds
 (utime+stime from /proc/<pid>/stat), CPU seconds per GB moved, peak RSS (VmHWM, reset
 before each step through /proc/<pid>/clear_refs).
@@ -35,13 +38,15 @@ from .clients import (Proc, create_topic_cmd, java_consumer_cmd, java_producer_c
                       parse_java_producer, parse_rdkafka_consumer, parse_rdkafka_producer, rdkafka_consumer_cmd,
                       rdkafka_producer_cmd, run_cmd)
 from .common import MIB, RDPERF, ROOT, RUN, BenchError, Result, Ticker, fill_latency, rel, say, tail
+from .limits import LIMIT_WORKLOADS, LimitsMixin
 
 WORKLOADS = ["produce-max", "produce-small", "produce-rate", "consume-max", "many-partitions", "many-connections"]
+ALL_WORKLOADS = WORKLOADS + LIMIT_WORKLOADS
 
 
 # ---------------------------------------------------------------- the bench
 
-class Bench:
+class Bench(LimitsMixin):
     def __init__(self, opts):
         self.opts = opts
         self.results: list[Result] = []
@@ -427,8 +432,13 @@ class Bench:
         self.versions[b.name] = b.version()
         fn = {"produce-max": self.w_produce_max, "produce-small": self.w_produce_small,
               "produce-rate": self.w_produce_rate, "consume-max": self.w_consume_max,
-              "many-partitions": self.w_many_partitions, "many-connections": self.w_many_connections}
-        for w in self.opts.workloads:
+              "many-partitions": self.w_many_partitions, "many-connections": self.w_many_connections,
+              "producers-unthrottled": self.w_producers_unthrottled,
+              "idle-connections-5k": self.w_idle_connections_5k, "partitions-10k": self.w_partitions_10k}
+        for i, w in enumerate(self.opts.workloads):
+            if w in LIMIT_WORKLOADS and i > 0 and b.alive():
+                say(f"{b.name}: restarting fresh for {w} (a limits workload starts from an empty broker)")
+                self.fresh(b, w)
             if not b.alive():
                 say(f"{b.name} is down; restarting it fresh for {w}")
                 try:
@@ -445,8 +455,20 @@ class Bench:
         self.loadavg[b.name + " end"] = os.getloadavg()[0]
         rc = b.stop()
         say(f"    {b.name} stopped (exit code {rc})")
+        if self.opts.workloads[-1:] == ["producers-unthrottled"]:
+            shutil.rmtree(b.dir, ignore_errors=True)  # up to 10 GiB of flood data on a shared disk
         if rc not in (0, None) and not (b.name == "kafka" and rc == 143):
             self.broker_events.append(f"{b.name} exited with code {rc} on SIGTERM; log tail:\n{tail(b.log, 15)}")
+
+    def fresh(self, b: Broker, w: str):
+        rc = b.stop()
+        if rc not in (0, None) and not (b.name == "kafka" and rc == 143):
+            self.broker_events.append(f"{b.name} exited with code {rc} on SIGTERM before {w}; log tail:\n"
+                                      f"{tail(b.log, 15)}")
+        try:
+            b.start()
+        except BenchError as e:
+            say(f"    -> {e}")
 
     # -- profile ------------------------------------------------------------------
     def run_profile(self, which: list[str]):
