@@ -37,7 +37,7 @@ def main(argv=None):
                     help=f"run only this workload (repeatable): {', '.join(ALL_WORKLOADS)}")
     ap.add_argument("--limits", action="store_true",
                     help=f"run the limits workloads ({', '.join(LIMIT_WORKLOADS)}; not in the default run, "
-                         "~12 min for both brokers) -> perf/results/<date>-<commit>-limits.md")
+                         "~15-20 min for both brokers on 2 cores) -> perf/results/<date>-<commit>-limits.md")
     ap.add_argument("--flood-procs", type=int, default=200,
                     help="producers-unthrottled: producer processes of the second run (default 200)")
     ap.add_argument("--broker", action="append", choices=BROKERS, help="run only this broker (repeatable)")

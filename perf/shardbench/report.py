@@ -171,7 +171,10 @@ LIMITS_DESC = {
         "`--max-connections`/`--max-connections-per-ip`: no limit; Kafka `max.connections`, "
         "`max.connections.per.ip`: Integer.MAX_VALUE), so no flag was changed. Latency probe: "
         f"`rdkafka_performance -P` at {PROBE_RATE} records/s of 1 KiB (acks=all, idempotence on, `linger.ms=5`, "
-        "µs resolution) into 4 partitions, once before the connections are opened and once while they are held.",
+        "µs resolution) into 4 partitions, after a 5 s warm-up at the same rate (not measured), once before the "
+        "connections are opened and once while they are held. "
+        "Kafka's *RSS per connection* is near zero because its JVM heap (`-Xms1G`) was touched before; "
+        "*broker CPU over 10 s idle* is the broker's CPU time while only the idle connections are open.",
     "partitions-10k":
         "issue 11: one topic of 10,000 partitions, written once (200,000 x 100 B records from rdkafka_performance, "
         "random partition per record, then one Produce with a record for every partition), the broker stopped "
