@@ -385,8 +385,9 @@ class LimitsMixin:
             if p.rc != 0 and self.wait_metadata(b, 60):
                 how += f" (the tool exited with {p.rc}, but every partition was listed within 60 s)"
             elif p.rc != 0:
-                first = (p.out + p.err).strip().splitlines()
-                how = (f"one CreateTopics of {BIG_PARTITIONS:,} was refused ({first[-1][:200] if first else p.rc}); "
+                lines = (p.out + p.err).strip().splitlines()
+                why = next((l for l in lines if "rror" in l or "xception" in l), lines[-1] if lines else str(p.rc))
+                how = (f"one CreateTopics of {BIG_PARTITIONS:,} was refused ({why.strip()[:300]}); "
                        "created as 1,000 partitions, then kafka-topics --alter +1,000 at a time")
                 self.create_topic(b, BIG_TOPIC, 1000)
                 for n in range(2000, BIG_PARTITIONS + 1, 1000):
