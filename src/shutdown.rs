@@ -1,6 +1,7 @@
 //! Clean shutdown across shards. The main thread waits for SIGINT/SIGTERM and sets
 //! a flag shared by every shard; each shard notices it (polled every
-//! [`POLL_MS`] ms), stops accepting, lets its connections finish their in-flight
+//! [`POLL_MS`] ms by its listener, which tells its connections through a
+//! [`LocalStop`]), stops accepting, lets its connections finish their in-flight
 //! requests, then waits until *every* shard has drained before closing its logs,
 //! since a draining connection may still append to another shard's partitions.
 //!
@@ -53,6 +54,32 @@ impl Shutdown {
         while self.drained.load(Ordering::SeqCst) < nr_shards {
             glommio::timer::sleep(Duration::from_millis(5)).await;
         }
+    }
+}
+
+/// One shard's signal of the shutdown flag, for its many waiters (every connection):
+/// the shard's listener notices the flag (it polls it anyway) and fires this, and the
+/// waiters sleep on it without a timer each. Polling the flag from every connection
+/// cost 20 wake-ups a second per connection: 5,000 idle connections took half a core.
+#[derive(Clone)]
+pub struct LocalStop(std::rc::Rc<glommio::sync::Semaphore>);
+
+impl Default for LocalStop {
+    fn default() -> Self {
+        LocalStop(std::rc::Rc::new(glommio::sync::Semaphore::new(0)))
+    }
+}
+
+impl LocalStop {
+    /// Wakes every waiter of [`LocalStop::requested`], now and later.
+    pub fn fire(&self) {
+        self.0.close();
+    }
+
+    /// Resolves once [`LocalStop::fire`] was called.
+    pub async fn requested(&self) {
+        // No permit is ever given: this returns (with an error) once closed.
+        let _ = self.0.acquire(1).await;
     }
 }
 

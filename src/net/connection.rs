@@ -32,7 +32,7 @@ use crate::crash::{Label, Labeled};
 use crate::handlers::{self, Ctx, Dispatched, Outcome};
 use crate::protocol::frame::{check_frame_length, decode_request};
 use crate::shard::Shard;
-use crate::shutdown::Shutdown;
+use crate::shutdown::LocalStop;
 
 /// Requests of one connection that may await their responses at once.
 pub const MAX_IN_FLIGHT: usize = 64;
@@ -123,7 +123,7 @@ impl InFlight {
 
 /// Serves one connection until the client closes it, it misbehaves, or `stop`
 /// resolves (shutdown: in-flight requests still get their responses).
-pub async fn serve(shard: Rc<Shard>, stream: TcpStream, budget: ConnectionBudget, stop: Shutdown) {
+pub async fn serve(shard: Rc<Shard>, stream: TcpStream, budget: ConnectionBudget, stop: LocalStop) {
     let _counted = CountedConnection::open();
     let _ = stream.set_nodelay(true);
     let peer = stream.peer_addr().ok();

@@ -11,7 +11,7 @@ use glommio::sync::Gate;
 use super::connection;
 use super::limits::{ConnectionLimits, Refused, RequestBudget};
 use crate::shard::Shard;
-use crate::shutdown::Shutdown;
+use crate::shutdown::{LocalStop, Shutdown};
 
 /// How long shutdown waits for connections to finish their in-flight requests.
 pub const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -35,6 +35,8 @@ pub async fn run(
     );
     let mut failures = 0u32;
     let mut full_logged = false;
+    // Tells this shard's connections; fired once the loop below ends.
+    let local_stop = LocalStop::default();
     loop {
         if stop.is_requested() {
             break;
@@ -92,7 +94,7 @@ pub async fn run(
                     continue;
                 };
                 let shard = shard.clone();
-                let stop = stop.clone();
+                let stop = local_stop.clone();
                 let budget = budget.connection();
                 match gate.spawn(async move {
                     connection::serve(shard, stream, budget, stop).await;
@@ -117,6 +119,7 @@ pub async fn run(
         }
     }
     tracing::info!(shard = shard.id, "stopped accepting; draining connections");
+    local_stop.fire();
     let drained = glommio::timer::timeout(DRAIN_TIMEOUT, async {
         let _ = gate.close().await;
         Ok(())
