@@ -612,20 +612,32 @@ impl PartitionLog {
     /// waits for its zero fill and returns the failure; its files stay open and reads
     /// below the high watermark keep working.
     pub async fn close(&self) -> io::Result<()> {
+        self.close_with(write_atomic).await
+    }
+
+    /// [`PartitionLog::close`] for a shutdown: the indexes and the producer snapshot are
+    /// written without their fsyncs ([`segment::write_replace`]); the caller makes them
+    /// durable with one `syncfs` once every log is closed (about 6 fewer synchronous
+    /// fsyncs per log: a broker with 10,000 partitions took 20-120 s to stop).
+    pub async fn close_deferring_sync(&self) -> io::Result<()> {
+        self.close_with(segment::write_replace).await
+    }
+
+    async fn close_with(&self, write: segment::WriteFile) -> io::Result<()> {
         if self.closed.replace(true) {
             return Ok(());
         }
         let leo = self.state.borrow().leo;
         self.writer_wake.notify();
         self.watch.wait_above(leo - 1).await;
-        let res = self.finish_files().await;
+        let res = self.finish_files(write).await;
         self.cache.borrow_mut().clear(self.cache_id);
         self.watch.stop();
         self.writer_wake.notify();
         res
     }
 
-    async fn finish_files(&self) -> io::Result<()> {
+    async fn finish_files(&self, write: segment::WriteFile) -> io::Result<()> {
         if self.failed.borrow().is_some() {
             // Whoever opens these files next must meet neither a write of this instance
             // nor a zero write landing late: wait for the writer task's end (it stops at
@@ -644,8 +656,8 @@ impl PartitionLog {
         active.file.fdatasync().await.map_err(io::Error::from)?;
         active.file.truncate(active.size.get()).await.map_err(io::Error::from)?;
         active.finish_time_index();
-        active.save_indexes()?;
-        self.save_snapshot()?;
+        active.save_indexes_with(write)?;
+        self.save_snapshot_with(write)?;
         let segs: Vec<Rc<Segment>> = self.segments.borrow().clone();
         for s in segs {
             let f = s.file.clone();
@@ -674,11 +686,15 @@ impl PartitionLog {
     }
 
     fn save_snapshot(&self) -> io::Result<()> {
+        self.save_snapshot_with(write_atomic)
+    }
+
+    fn save_snapshot_with(&self, write: segment::WriteFile) -> io::Result<()> {
         let bytes = {
             let st = self.state.borrow();
             st.producers.encode_snapshot(st.leo)
         };
-        write_atomic(&self.dir.join(recovery::SNAPSHOT_FILE), &bytes)
+        write(&self.dir.join(recovery::SNAPSHOT_FILE), &bytes)
     }
 
     fn fail(&self, e: &io::Error) {

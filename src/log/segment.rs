@@ -219,10 +219,15 @@ impl Segment {
     /// Writes `.index` and `.timeindex` (small files; plain std I/O, then renamed into
     /// place so a crash leaves either the old or the new file).
     pub fn save_indexes(&self) -> io::Result<()> {
+        self.save_indexes_with(write_atomic)
+    }
+
+    /// [`Segment::save_indexes`], each file written by `write`.
+    pub fn save_indexes_with(&self, write: WriteFile) -> io::Result<()> {
         let ix = self.index.borrow().encode();
         let tx = self.time_index.borrow().encode();
-        write_atomic(&segment_path(&self.dir, self.base_offset, "index"), &ix)?;
-        write_atomic(&segment_path(&self.dir, self.base_offset, "timeindex"), &tx)
+        write(&segment_path(&self.dir, self.base_offset, "index"), &ix)?;
+        write(&segment_path(&self.dir, self.base_offset, "timeindex"), &tx)
     }
 
     /// Loads both index files; false (indexes left empty) if either is missing or damaged.
@@ -588,6 +593,20 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> io::Result<()> {
     std::fs::rename(&tmp, path)?;
     sync_parent_dir(path)
 }
+
+/// [`write_atomic`] without its fsyncs: the file is written and renamed over `path`,
+/// and the caller makes it durable later with one `syncfs` for many such files (a
+/// shutdown closing thousands of logs). Until then a crash may leave the old file or a
+/// damaged new one; recovery rebuilds damaged indexes and snapshots from the segments.
+pub fn write_replace(path: &Path, data: &[u8]) -> io::Result<()> {
+    let tmp = PathBuf::from(format!("{}.tmp", path.display()));
+    std::fs::write(&tmp, data)?;
+    std::fs::rename(&tmp, path)
+}
+
+/// How a file that replaces another is made durable: at once ([`write_atomic`]), or
+/// later by the caller ([`write_replace`]).
+pub type WriteFile = fn(&Path, &[u8]) -> io::Result<()>;
 
 /// fsyncs the directory holding `path` (what makes a create, rename or unlink in it
 /// durable on ext4 and xfs).

@@ -736,3 +736,36 @@ fn a_log_is_named_by_its_directory() {
     assert_eq!(super::log_name(Path::new("__consumer_offsets-7")), "__consumer_offsets-7");
     assert_eq!(super::log_name(Path::new("/")), "/");
 }
+
+/// A log closed for a shutdown (files replaced without their fsyncs, synced later by
+/// one syncfs) reopens as a durable close leaves it: same high watermark, idempotent
+/// producer state from the snapshot, indexes in place and no temporary file left.
+#[test]
+fn a_log_closed_deferring_its_syncs_reopens_whole() {
+    run(|dir| async move {
+        let log = PartitionLog::open(dir.clone(), cfg()).await.unwrap();
+        log.append(idem(7, 0, 0, 3), 0).await.unwrap();
+        log.append(batch(2, 100, 5), 0).await.unwrap();
+        log.close_deferring_sync().await.unwrap();
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "00000000000000000000.index",
+                "00000000000000000000.log",
+                "00000000000000000000.timeindex",
+                "producer.snapshot"
+            ]
+        );
+        let log = PartitionLog::open(dir.clone(), cfg()).await.unwrap();
+        assert_eq!(log.high_watermark(), 5);
+        // The producer's next sequence is known: its retry of seq 0 is a duplicate.
+        assert_eq!(log.append(idem(7, 0, 0, 3), 0).await.unwrap().base_offset, 0);
+        assert_eq!(log.high_watermark(), 5);
+        log.close().await.unwrap();
+    });
+}

@@ -62,6 +62,9 @@ pub struct Shard {
 /// Least time between two tries at opening the partitions that failed to open.
 pub const REOPEN_BACKOFF: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// Partition logs a shard closes at once at shutdown.
+const CLOSE_CONCURRENCY: usize = 32;
+
 impl Shard {
     /// Builds the shard state from the catalog on disk, opening every log it owns.
     pub async fn start(
@@ -402,10 +405,31 @@ impl Shard {
         let _one_at_a_time = self.applying.acquire_permit(1).await;
         self.groups.close().await;
         let logs: Vec<_> = self.logs.borrow_mut().drain().collect();
-        for ((topic, p), owned) in logs {
-            if let Err(e) = owned.log.close().await {
-                tracing::warn!(%topic, partition = p, error = %e, "closing partition log failed");
-            }
+        if logs.is_empty() {
+            return;
+        }
+        // Several at once, so that their fdatasyncs and truncates overlap; the files they
+        // replace are made durable by one syncfs after the last.
+        use futures_util::stream::{self, StreamExt};
+        stream::iter(logs)
+            .map(|((topic, p), owned)| async move {
+                if let Err(e) = owned.log.close_deferring_sync().await {
+                    tracing::warn!(%topic, partition = p, error = %e, "closing partition log failed");
+                }
+            })
+            .buffer_unordered(CLOSE_CONCURRENCY)
+            .collect::<()>()
+            .await;
+        let dir = self.config.data_dir.clone();
+        let synced = glommio::executor()
+            .spawn_blocking(move || {
+                let d = std::fs::File::open(&dir)?;
+                nix::unistd::syncfs(std::os::fd::AsRawFd::as_raw_fd(&d))
+                    .map_err(std::io::Error::from)
+            })
+            .await;
+        if let Err(e) = synced {
+            tracing::warn!(error = %e, "syncfs of the data dir after closing the logs failed");
         }
     }
 
