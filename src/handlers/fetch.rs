@@ -95,6 +95,7 @@ pub async fn handle(ctx: &Ctx, request: FetchRequest) -> Outcome<FetchResponse> 
             if total >= min_bytes
                 || any_error
                 || now >= deadline
+                || shard.stopping.is_fired()
                 || reads.iter().any(stopped_below_high_watermark)
             {
                 break;
@@ -106,7 +107,13 @@ pub async fn handle(ctx: &Ctx, request: FetchRequest) -> Outcome<FetchResponse> 
             // and again, without yielding the core until `max_wait_ms` (found by the
             // dispatch fuzzer).
             let seen: Vec<i64> = reads.iter().map(|r| r.high_watermark).collect();
-            wait_for_data(&shard, &wanted, &seen, deadline - now).await;
+            // At shutdown the poll answers with what it has, so the drain does not
+            // wait for `max_wait_ms`.
+            futures_lite::future::or(
+                wait_for_data(&shard, &wanted, &seen, deadline - now),
+                shard.stopping.requested(),
+            )
+            .await;
             waited = true;
             reads = read_all(&shard, &wanted).await;
             if reads.iter().zip(&seen).all(|(r, s)| r.high_watermark == *s) {

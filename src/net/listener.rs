@@ -11,7 +11,7 @@ use glommio::sync::Gate;
 use super::connection;
 use super::limits::{ConnectionLimits, Refused, RequestBudget};
 use crate::shard::Shard;
-use crate::shutdown::{LocalStop, Shutdown};
+use crate::shutdown::Shutdown;
 
 /// How long shutdown waits for connections to finish their in-flight requests.
 pub const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -35,8 +35,8 @@ pub async fn run(
     );
     let mut failures = 0u32;
     let mut full_logged = false;
-    // Tells this shard's connections; fired once the loop below ends.
-    let local_stop = LocalStop::default();
+    // Tells this shard's connections and long polls; fired once the loop below ends.
+    let local_stop = shard.stopping.clone();
     loop {
         if stop.is_requested() {
             break;

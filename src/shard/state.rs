@@ -34,6 +34,9 @@ pub struct OwnedLog {
 pub struct Shard {
     /// This shard's index in the channel mesh (0 is the control shard).
     pub id: ShardId,
+    /// Fired by this shard's listener once it stops accepting (shutdown): its
+    /// connections end their read loops and Fetch long polls answer at once.
+    pub stopping: crate::shutdown::LocalStop,
     pub nr_shards: usize,
     pub config: Arc<Config>,
     /// This core's read-only copy of the topic catalog (the shard table).
@@ -102,6 +105,7 @@ impl Shard {
             open_failures: RefCell::new(HashMap::new()),
             last_reopen: std::cell::Cell::new(None),
             applying: glommio::sync::Semaphore::new(1),
+            stopping: Default::default(),
         });
         shard.apply_catalog(catalog).await;
         Ok(shard)

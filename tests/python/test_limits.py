@@ -108,6 +108,25 @@ def test_a_long_poll_longer_than_the_idle_timeout_is_answered(broker_factory):
         assert r.i32() == 3
 
 
+def test_sigterm_answers_a_long_poll_at_once_and_exits_0(broker_factory):
+    """A Fetch long-polling an empty partition (max wait 60 s, longer than the drain
+    timeout) when SIGTERM arrives is answered at once, and the broker exits 0. Before,
+    the drain waited out the poll, gave up after 10 s, and the last connection to end
+    then aborted the broker (a glommio Gate whose close was dropped)."""
+    b = broker_factory()
+    with KafkaAdminClient(bootstrap_servers=b.bootstrap) as admin:
+        admin.create_topics([NewTopic("long-poll", 1, 1)])
+    with raw_connect(b.bootstrap) as s:
+        s.sendall(fetch_v4_frame(9, "long-poll", 60_000))
+        time.sleep(0.5)
+        started = time.monotonic()
+        b.stop()
+        assert time.monotonic() - started < 5
+        s.settimeout(5)
+        r = Reader(recv_frame(s))
+        assert r.i32() == 9
+
+
 def test_a_client_that_stops_reading_responses_is_closed(broker_factory):
     """Responses pile up unread (a small receive buffer, 1 MiB fetches pipelined): once
     the client takes nothing for the idle time the broker closes the connection, so its
