@@ -185,11 +185,16 @@ def pump_requests(src, dst, rec, cell, conn):
     except OSError:
         pass
     finally:
-        for s in (dst, src):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        shut_both(dst, src)
+
+
+def shut_both(*socks):
+    """Shuts both directions of each socket, ignoring ones already gone."""
+    for s in socks:
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
 
 def pump_responses(src, dst):
@@ -202,11 +207,7 @@ def pump_responses(src, dst):
     except OSError:
         pass
     finally:
-        for s in (dst, src):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        shut_both(dst, src)
 
 
 def serve_proxy(listener, rec):

@@ -202,6 +202,17 @@ fn pipelined_append_many_keep_request_order() {
     });
 }
 
+/// Waits (at most 2 s) until partition "single"-0 is served by a new instance of
+/// `failed`, its log opened again after a write failure.
+async fn wait_reopened(shard: &Rc<Shard>, failed: &Rc<crate::log::PartitionLog>) {
+    let mut waited = 0;
+    while Rc::ptr_eq(&shard.log("single", 0).expect("owned").log, failed) {
+        assert!(waited < 200, "the failed log was never opened again");
+        glommio::timer::sleep(std::time::Duration::from_millis(10)).await;
+        waited += 1;
+    }
+}
+
 /// A partition whose write failed (a full disk): appends get KAFKA_STORAGE_ERROR, what
 /// it stored stays readable, and the shard opens it again (recovery) so that appends
 /// resume right after the last written batch.
@@ -215,12 +226,7 @@ fn a_failed_partition_log_is_opened_again_and_appends_resume() {
         let refused = append_each(&shard, "single", vec![(0, vec![batch(2)])]).await;
         assert_eq!(base_offsets(&refused), vec![Err(ResponseError::KafkaStorageError)]);
         // The refusal started a new try at opening it; wait for the new instance.
-        let mut waited = 0;
-        while Rc::ptr_eq(&shard.log("single", 0).expect("owned").log, &failed) {
-            assert!(waited < 200, "the failed log was never opened again");
-            glommio::timer::sleep(std::time::Duration::from_millis(10)).await;
-            waited += 1;
-        }
+        wait_reopened(&shard, &failed).await;
         // The failed instance still serves what it stored.
         let old = failed.read(0, 1 << 20).await.expect("read");
         let bases: Vec<i64> =
@@ -250,12 +256,7 @@ fn delete_records_and_a_reopen_of_the_log_do_not_interleave() {
             DataRequest::DeleteRecords { topic: name("single"), partition: 0, offset: 3, reply };
         shard.send(shard.id, request).await;
         assert_eq!(rx.await.expect("reply"), Ok(3));
-        let mut waited = 0;
-        while Rc::ptr_eq(&shard.log("single", 0).expect("owned").log, &failed) {
-            assert!(waited < 200, "the failed log was never opened again");
-            glommio::timer::sleep(std::time::Duration::from_millis(10)).await;
-            waited += 1;
-        }
+        wait_reopened(&shard, &failed).await;
         assert_eq!(shard.log("single", 0).expect("owned").log.log_start_offset(), 3);
     });
 }
