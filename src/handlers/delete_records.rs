@@ -5,10 +5,11 @@
 //! call it.
 
 use futures_channel::oneshot;
+use indexmap::IndexMap;
 use kafka_protocol::messages::delete_records_response::{
     DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
 };
-use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
+use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse, TopicName};
 
 use super::{Ctx, Outcome, Versions};
 use crate::error::{self, KafkaResult, ResponseError};
@@ -24,38 +25,42 @@ pub const VERSIONS: Versions = Versions { min: 0, max: 2 };
 /// and the owner's OFFSET_OUT_OF_RANGE (offset above the high watermark, or negative
 /// other than -1), POLICY_VIOLATION (`cleanup.policy` without `delete`),
 /// NOT_LEADER_OR_FOLLOWER or KAFKA_STORAGE_ERROR. The request's `timeout_ms` is not
-/// needed: a single node has no followers to wait for. A partition named twice is
-/// answered twice, in request order.
+/// needed: a single node has no followers to wait for.
+///
+/// As Kafka's `KafkaApis.handleDeleteRecordsRequest` keys the request by topic
+/// partition, a partition named more than once is answered once, with the offset its
+/// last mention asks for, and a topic named twice gets one topic result. Topics and
+/// partitions keep the order of their first mention.
 pub async fn handle(ctx: &Ctx, request: DeleteRecordsRequest) -> Outcome<DeleteRecordsResponse> {
     let catalog = ctx.shard.catalog();
     type Pending = Result<oneshot::Receiver<KafkaResult<i64>>, ResponseError>;
-    let mut pending: Vec<Vec<(i32, Pending)>> = Vec::with_capacity(request.topics.len());
-    for t in &request.topics {
-        let mut parts = Vec::with_capacity(t.partitions.len());
-        for p in &t.partitions {
-            let entry = match catalog.owner(t.name.as_str(), p.partition_index) {
+    let wanted = deduplicate(request);
+    let mut pending: Vec<(TopicName, Vec<(i32, Pending)>)> = Vec::with_capacity(wanted.len());
+    for (name, partitions) in wanted {
+        let mut parts = Vec::with_capacity(partitions.len());
+        for (partition, offset) in partitions {
+            let entry = match catalog.owner(name.as_str(), partition) {
                 None => Err(ResponseError::UnknownTopicOrPartition),
-                Some(_) if is_internal(t.name.as_str()) => Err(ResponseError::InvalidTopicException),
+                Some(_) if is_internal(name.as_str()) => Err(ResponseError::InvalidTopicException),
                 Some(owner) => {
                     let (tx, rx) = oneshot::channel();
                     let req = DataRequest::DeleteRecords {
-                        topic: topic_name(t.name.as_str()),
-                        partition: p.partition_index,
-                        offset: p.offset,
+                        topic: topic_name(name.as_str()),
+                        partition,
+                        offset,
                         reply: tx,
                     };
                     ctx.shard.send(owner, req).await;
                     Ok(rx)
                 }
             };
-            parts.push((p.partition_index, entry));
+            parts.push((partition, entry));
         }
-        pending.push(parts);
+        pending.push((name, parts));
     }
-    let names: Vec<_> = request.topics.into_iter().map(|t| t.name).collect();
     Outcome::later(async move {
-        let mut topics = Vec::with_capacity(names.len());
-        for (name, parts) in names.into_iter().zip(pending) {
+        let mut topics = Vec::with_capacity(pending.len());
+        for (name, parts) in pending {
             let mut partitions = Vec::with_capacity(parts.len());
             for (index, entry) in parts {
                 let result = match entry {
@@ -79,4 +84,17 @@ pub async fn handle(ctx: &Ctx, request: DeleteRecordsRequest) -> Outcome<DeleteR
         }
         DeleteRecordsResponse::default().with_topics(topics)
     })
+}
+
+/// The request's (topic, [(partition, offset)]) with each topic and each partition
+/// once, in order of first mention; a repeated partition takes its last offset.
+fn deduplicate(request: DeleteRecordsRequest) -> IndexMap<TopicName, IndexMap<i32, i64>> {
+    let mut wanted: IndexMap<TopicName, IndexMap<i32, i64>> = IndexMap::new();
+    for t in request.topics {
+        let partitions = wanted.entry(t.name).or_default();
+        for p in t.partitions {
+            partitions.insert(p.partition_index, p.offset);
+        }
+    }
+    wanted
 }

@@ -288,7 +288,7 @@ fn delete_records_answers_each_partition_with_kafkas_error_codes() {
             vec![
                 CreatableTopic::default()
                     .with_name(name("dr"))
-                    .with_num_partitions(1)
+                    .with_num_partitions(4)
                     .with_replication_factor(1),
                 CreatableTopic::default()
                     .with_name(name("dr-compact"))
@@ -308,11 +308,12 @@ fn delete_records_answers_each_partition_with_kafkas_error_codes() {
         };
         let request = DeleteRecordsRequest::default().with_timeout_ms(1000).with_topics(vec![
             DeleteRecordsTopic::default().with_name(name("dr")).with_partitions(parts(&[
-                (0, -1),
-                (0, 0),
-                (0, 1),
-                (0, -2),
+                (0, 7),
                 (1, 0),
+                (2, 1),
+                (3, -2),
+                (4, 0),
+                (0, 5),
             ])),
             DeleteRecordsTopic::default()
                 .with_name(name("dr-compact"))
@@ -321,6 +322,8 @@ fn delete_records_answers_each_partition_with_kafkas_error_codes() {
             DeleteRecordsTopic::default()
                 .with_name(name("__consumer_offsets"))
                 .with_partitions(parts(&[(0, 0)])),
+            // Named again: merged into the first "dr", and partition 0's last offset wins.
+            DeleteRecordsTopic::default().with_name(name("dr")).with_partitions(parts(&[(0, -1)])),
         ]);
         for version in 0..=2 {
             let body = RequestKind::DeleteRecords(request.clone());
@@ -340,12 +343,14 @@ fn delete_records_answers_each_partition_with_kafkas_error_codes() {
                     })
                 })
                 .collect();
+            // One answer per partition, in order of first mention (Kafka keys the request
+            // by topic partition).
             let want: Vec<(String, i32, i64, i16)> = [
-                ("dr", 0, 0, 0),           // -1: the (empty) high watermark
-                ("dr", 0, 0, 0),           // 0: nothing to delete
-                ("dr", 0, -1, 1),          // above the high watermark: OFFSET_OUT_OF_RANGE
-                ("dr", 0, -1, 1),          // negative other than -1
-                ("dr", 1, -1, 3),          // UNKNOWN_TOPIC_OR_PARTITION
+                ("dr", 0, 0, 0),           // last said -1: the (empty) high watermark
+                ("dr", 1, 0, 0),           // 0: nothing to delete
+                ("dr", 2, -1, 1),          // above the high watermark: OFFSET_OUT_OF_RANGE
+                ("dr", 3, -1, 1),          // negative other than -1
+                ("dr", 4, -1, 3),          // UNKNOWN_TOPIC_OR_PARTITION
                 ("dr-compact", 0, -1, 44), // POLICY_VIOLATION
                 ("nope", 0, -1, 3),
                 ("__consumer_offsets", 0, -1, 17), // INVALID_TOPIC_EXCEPTION: internal
@@ -429,9 +434,28 @@ fn describe_log_dirs_reports_every_partition_log_with_its_size() {
         let want = |parts: &[(i32, i64)]| {
             parts.iter().map(|&(p, s)| ("ld".to_string(), p, s, 0, false)).collect::<Vec<_>>()
         };
+        // An offsets partition a group has written to, and 49 nobody has opened yet.
+        let offsets_log = shard.groups.log_for(3).await.unwrap();
+        offsets_log.append(batch.clone(), 0).await.unwrap();
+        let offsets_topic = crate::metadata::OFFSETS_TOPIC;
+        let all_offsets: Vec<_> = (0..50)
+            .map(|p| (offsets_topic.to_string(), p, if p == 3 { batch.len() as i64 } else { 0 }))
+            .map(|(t, p, s)| (t, p, s, 0, false))
+            .collect();
         for version in 1..=4 {
-            // All: both partitions (no offsets partition has been opened).
-            assert_eq!(ask(None, version).await, want(&[(0, 0), (1, size)]), "v{version}");
+            // All: both partitions and every offsets partition, opened or not (Kafka
+            // lists the whole offsets topic once it exists; shardlog's always does).
+            let mut everything = all_offsets.clone();
+            everything.extend(want(&[(0, 0), (1, size)]));
+            assert_eq!(ask(None, version).await, everything, "v{version}");
+            let unopened = vec![DescribableLogDirTopic::default()
+                .with_topic(name(offsets_topic))
+                .with_partitions(vec![3, 4, 50])];
+            assert_eq!(
+                ask(Some(unopened), version).await,
+                all_offsets[3..5].to_vec(),
+                "v{version}"
+            );
             // Named: only what exists, unknown topics and partitions left out.
             let named = vec![
                 DescribableLogDirTopic::default()

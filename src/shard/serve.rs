@@ -438,26 +438,39 @@ fn describe_log_dir(
 ) -> Vec<LogDirPartition> {
     let wanted =
         |t: &str, p: i32| filter.is_none_or(|f| f.get(t).is_some_and(|ps| ps.contains(&p)));
-    let mut logs: Vec<(String, i32, Rc<PartitionLog>)> = shard
+    let logs: Vec<(String, i32, Rc<PartitionLog>)> = shard
         .owned_logs()
         .into_iter()
         .filter(|((t, p), _)| wanted(t, *p))
         .map(|((t, p), owned)| (t, p, owned.log.clone()))
         .collect();
-    let offsets = crate::metadata::OFFSETS_TOPIC;
-    for p in (shard.id..crate::metadata::OFFSETS_TOPIC_PARTITIONS).step_by(shard.nr_shards.max(1)) {
-        if wanted(offsets, p as i32) {
-            if let Some(log) = shard.groups.existing_log(p) {
-                logs.push((offsets.to_string(), p as i32, log));
-            }
-        }
-    }
-    logs.into_iter()
+    let mut found: Vec<LogDirPartition> = logs
+        .into_iter()
         .map(|(topic, partition, log)| LogDirPartition {
             topic,
             partition,
             size_bytes: log.size_bytes() as i64,
             offset_lag: (log.high_watermark() - log.log_end_offset()).max(0),
         })
-        .collect()
+        .collect();
+    // Once the offsets topic exists (Kafka creates all its partitions with it), every
+    // offsets partition this shard hosts is listed; one no group has used yet is not
+    // open and holds nothing.
+    let offsets = crate::metadata::OFFSETS_TOPIC;
+    if shard.catalog().topic(offsets).is_some() {
+        for p in
+            (shard.id..crate::metadata::OFFSETS_TOPIC_PARTITIONS).step_by(shard.nr_shards.max(1))
+        {
+            if wanted(offsets, p as i32) {
+                let log = shard.groups.existing_log(p);
+                found.push(LogDirPartition {
+                    topic: offsets.to_string(),
+                    partition: p as i32,
+                    size_bytes: log.as_ref().map_or(0, |l| l.size_bytes() as i64),
+                    offset_lag: 0,
+                });
+            }
+        }
+    }
+    found
 }
