@@ -186,6 +186,23 @@ pub struct Config {
     #[arg(long, env = "SHARDLOG_LOG_RETENTION_CHECK_INTERVAL_MS", default_value_t = 300_000)]
     pub log_retention_check_interval_ms: u64,
 
+    /// How long a partition remembers an idempotent producer that has stopped writing
+    /// to it, ms, measured from its last batch's max timestamp (Kafka
+    /// `producer.id.expiration.ms`, KIP-854; default one day). A forgotten producer's
+    /// next batch is taken with any sequence, as a new producer's is.
+    #[arg(long, env = "SHARDLOG_PRODUCER_ID_EXPIRATION_MS", default_value_t = 86_400_000,
+          value_parser = clap::value_parser!(i64).range(1..))]
+    pub producer_id_expiration_ms: i64,
+
+    /// How often each shard looks for expired producer ids, ms (Kafka
+    /// `producer.id.expiration.check.interval.ms`).
+    #[arg(
+        long,
+        env = "SHARDLOG_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS",
+        default_value_t = 600_000
+    )]
+    pub producer_id_expiration_check_interval_ms: u64,
+
     /// Run the log cleaner: compaction of `cleanup.policy=compact` topics and of the
     /// group offsets log (Kafka `log.cleaner.enable`).
     #[arg(

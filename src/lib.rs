@@ -11,7 +11,7 @@
 //! | [`protocol`] | no I/O: frames, headers, record batch view and scan, the records inside a batch (decode, rebuild a subset: compaction), strings |
 //! | [`net`] | per-core listener; `connection::serve`: frames in, responses out in order; `limits`: connection counts, queued request bytes, idle timeout |
 //! | [`handlers`] | one file per Kafka API, one two-phase shape; the `apis!` table |
-//! | [`shard`] | per-core `Shard`; `ShardMessage`s; control plane; group runtime; retention pass; log cleaner task |
+//! | [`shard`] | per-core `Shard`; `ShardMessage`s; control plane; group runtime; retention pass; producer-id expiration; log cleaner task |
 //! | [`log`] | `PartitionLog`: segments (background read-ahead, zero fill ahead of small writes, retention and the retiring of deleted segments off the shard, roll by age, the DeleteRecords start checkpoint, compaction), indexes, batch cache and its pooled arenas and read buffers, recovery, producers |
 //! | [`coordinator`] | the consumer group coordinator, a pure state machine; its records in Kafka's `__consumer_offsets` schemas; KIP-848 topic regexes |
 //! | [`metadata`] | the topic catalog: names, ids, partitions, placement, the internal topic `__consumer_offsets` and how groups map to it; persisted |

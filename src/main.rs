@@ -285,6 +285,11 @@ async fn run_started_shard(
     if let Some(listener) = listener {
         glommio::spawn_local(shardlog::shard::retention::run(shard.clone(), shutdown.clone()))
             .detach();
+        glommio::spawn_local(shardlog::shard::producer_expiry::run(
+            shard.clone(),
+            shutdown.clone(),
+        ))
+        .detach();
         shardlog::shard::cleaner::spawn(shard.clone(), shutdown.clone());
         tracing::info!(shard = id, listen = %config.listen, "shard ready");
         shardlog::net::listener::run(shard.clone(), listener, limits, shutdown.clone()).await;

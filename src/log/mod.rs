@@ -532,6 +532,14 @@ impl PartitionLog {
         v
     }
 
+    /// Forgets the idempotent producers whose last batch is `expiration_ms` or more
+    /// older than `now_ms` (Kafka `producer.id.expiration.ms`, KIP-854; see
+    /// [`producer_state::ProducerState::remove_expired`]); returns how many. The next
+    /// producer-state snapshot leaves them out.
+    pub fn remove_expired_producers(&self, now_ms: i64, expiration_ms: i64) -> usize {
+        self.state.borrow_mut().producers.remove_expired(now_ms, expiration_ms)
+    }
+
     /// Bytes of record batches stored, over every segment (DescribeLogDirs' partition
     /// size, Kafka's `UnifiedLog.size`): what is written, not what is still pending.
     pub fn size_bytes(&self) -> u64 {

@@ -137,6 +137,18 @@ impl ProducerState {
         });
     }
 
+    /// Forgets every producer whose last batch's max timestamp is `expiration_ms` or
+    /// more before `now_ms` (both ms since the epoch), as Kafka's
+    /// `ProducerStateManager.removeExpiredProducers` does with `producer.id.expiration.ms`
+    /// (KIP-854). A producer loaded from a snapshot without timestamps (-1) counts as
+    /// expired, as Kafka's `NO_TIMESTAMP` does. Its next batch is then taken with any
+    /// sequence, as a new producer's is. Returns how many were removed.
+    pub fn remove_expired(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
+        let before = self.producers.len();
+        self.producers.retain(|_, e| now_ms.saturating_sub(e.last_timestamp) < expiration_ms);
+        before - self.producers.len()
+    }
+
     /// Every producer, by producer id.
     pub fn producers(&self) -> impl Iterator<Item = (i64, &ProducerEntry)> {
         self.producers.iter().map(|(pid, e)| (*pid, e))
@@ -278,6 +290,27 @@ mod tests {
         // unknown producer: any sequence; pid -1: no checks
         assert_eq!(s.check(&hdr(2, 0, 77, 1, 6)), SeqCheck::Append);
         assert_eq!(s.check(&hdr(-1, -1, -1, 1, 6)), SeqCheck::Append);
+    }
+
+    #[test]
+    fn producers_expire_by_their_last_batch_timestamp() {
+        let mut st = ProducerState::default();
+        let at = |pid: i64, seq: i32, base: i64, ts: i64| RecordBatchHeader {
+            max_timestamp: ts,
+            ..hdr(pid, 0, seq, 1, base)
+        };
+        st.record(&at(1, 0, 0, 1_000));
+        st.record(&at(2, 0, 1, 1_000));
+        st.record(&at(2, 1, 2, 5_000)); // producer 2's last batch is newer
+                                        // 5,000 ms of expiration at now = 5,999: producer 1 (last 1,000) is 4,999 old.
+        assert_eq!(st.remove_expired(5_999, 5_000), 0);
+        assert_eq!(st.remove_expired(6_000, 5_000), 1);
+        assert_eq!(st.producers().map(|(pid, _)| pid).collect::<Vec<_>>(), vec![2]);
+        // Forgotten: its next batch is taken whatever its sequence.
+        assert_eq!(st.check(&at(1, 7, 3, 6_000)), SeqCheck::Append);
+        assert_eq!(st.check(&at(2, 7, 3, 6_000)), SeqCheck::OutOfOrder);
+        assert_eq!(st.remove_expired(10_000, 5_000), 1);
+        assert!(st.is_empty());
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! - [`append_barrier`]: group responses wait for the group-state writes started
 //!   before them.
 //! - [`retention`]: the periodic retention pass over the shard's partitions.
+//! - [`producer_expiry`]: forgets idempotent producers idle for `producer.id.expiration.ms`.
 //! - [`cleaner`]: the log cleaner (compaction) of the shard's compacted partitions and
 //!   offsets logs, in a low-priority task queue.
 
@@ -18,6 +19,7 @@ pub mod cleaner;
 pub mod control;
 pub mod groups;
 pub mod messages;
+pub mod producer_expiry;
 pub mod retention;
 pub mod serve;
 pub mod state;

@@ -260,3 +260,32 @@ fn delete_records_and_a_reopen_of_the_log_do_not_interleave() {
         assert_eq!(shard.log("single", 0).expect("owned").log.log_start_offset(), 3);
     });
 }
+
+#[test]
+fn producer_ids_idle_for_the_expiration_are_forgotten() {
+    with_shard(|shard| async move {
+        // Producer 7 writes sequences 0..1 to two partitions; its batches' max
+        // timestamp is 1_700_000_000_001 (BatchSpec's base timestamp + 1).
+        for topic in ["many", "single"] {
+            let r = append_many(&shard, topic, vec![(1, vec![idem(0, 2)])]).await;
+            assert_eq!(base_offsets(&r.await.expect("reply")), vec![Ok(0)]);
+        }
+        let expiration = shard.config.producer_id_expiration_ms;
+        assert_eq!(expiration, 86_400_000, "Kafka's default");
+        let last = 1_700_000_000_001;
+        assert_eq!(super::producer_expiry::pass(&shard, last + expiration - 1), 0);
+        let skip = || async {
+            let r = append_many(&shard, "many", vec![(1, vec![idem(5, 1)])]).await;
+            base_offsets(&r.await.expect("reply"))
+        };
+        // Still known: a sequence gap is refused.
+        assert_eq!(skip().await, vec![Err(ResponseError::OutOfOrderSequenceNumber)]);
+        assert_eq!(super::producer_expiry::pass(&shard, last + expiration), 2);
+        for topic in ["many", "single"] {
+            let log = shard.log(topic, 1).expect("owned").log.clone();
+            assert_eq!(log.active_producers(), vec![], "{topic}");
+        }
+        // Forgotten: its next batch is taken whatever its sequence, as a new producer's.
+        assert_eq!(skip().await, vec![Ok(2)]);
+    });
+}
