@@ -26,10 +26,13 @@
 //!   KIP-848 record (`records.rs`, value version 2). Kafka splits that state over
 //!   record types 3-8 and 15; shardlog persists a consumer group as one record.
 //!
-//! Tombstones are the key with a null value. A record whose strings do not fit an i16
-//! length cannot be written in these schemas; [`encode`] returns `None` for it and the
-//! caller keeps shardlog's original format (u32 lengths), which `records.rs` still
-//! decodes.
+//! Tombstones are the key with a null value. A record whose group or topic does not
+//! fit an i16 length takes shardlog's original key and value (u32 lengths), which
+//! `records.rs` still decodes; one whose key fits but whose value has a longer string
+//! (a member id, say) keeps this module's key with shardlog's original value, so that
+//! the key bytes of a group never depend on its value. A group's tombstone is written
+//! under both group keys (version 2 and [`KEY_CONSUMER_GROUP`]): a group may have
+//! been either kind, and compaction must be able to drop the records of both.
 
 use bytes::Bytes;
 
@@ -132,54 +135,76 @@ pub(super) fn is_kafka_key(key: &[u8]) -> bool {
     matches!(key.first(), Some(0x00) | Some(0x7f))
 }
 
-/// The record as (key, value) in Kafka's schemas (value empty for tombstones), or
-/// `None` when a string is too long for them.
-pub(super) fn encode(record: &GroupRecord) -> Option<(Vec<u8>, Vec<u8>)> {
+/// The record's key in Kafka's schemas, or `None` when its group or topic is too long
+/// for an i16 length (the record then takes shardlog's original key). The key alone
+/// decides the format of the key, so that every record of one group or committed
+/// offset has the same key bytes and compaction keeps only the last.
+pub(super) fn encode_key(record: &GroupRecord) -> Option<Vec<u8>> {
     let mut k = Writer(Vec::new());
+    match record {
+        GroupRecord::Offset { group, topic, partition, .. }
+        | GroupRecord::OffsetTombstone { group, topic, partition } => {
+            offset_key(&mut k, group, topic, *partition)?;
+        }
+        GroupRecord::GroupMetadata { group, .. } | GroupRecord::GroupTombstone { group } => {
+            k.i16(KEY_GROUP_METADATA);
+            k.string(group)?;
+        }
+        GroupRecord::ConsumerGroup { group, .. } => return consumer_group_key(group),
+    }
+    Some(k.0)
+}
+
+/// The key of `group`'s KIP-848 record ([`KEY_CONSUMER_GROUP`]), or `None` when the
+/// group id is too long for an i16 length.
+pub(super) fn consumer_group_key(group: &str) -> Option<Vec<u8>> {
+    let mut k = Writer(Vec::new());
+    k.i16(KEY_CONSUMER_GROUP);
+    k.string(group)?;
+    Some(k.0)
+}
+
+/// The record's value in Kafka's schemas (empty for a tombstone), or `None` when one
+/// of its strings is too long for an i16 length: the caller then writes shardlog's
+/// original value under this module's key. An original value starts with its version
+/// byte (1 or 2) where Kafka's start with an i16 version whose first byte is 0, so
+/// [`decode`] tells them apart.
+pub(super) fn encode_value(record: &GroupRecord) -> Option<Vec<u8>> {
     let mut v = Writer(Vec::new());
     match record {
         GroupRecord::Offset {
-            group,
-            topic,
-            partition,
             offset,
             leader_epoch,
             metadata,
             commit_timestamp_ms,
             expire_timestamp_ms,
-        } => {
-            offset_key(&mut k, group, topic, *partition)?;
-            match expire_timestamp_ms {
-                Some(expire) => {
-                    v.i16(1);
-                    v.i64(*offset);
-                    v.string(metadata)?;
-                    v.i64(*commit_timestamp_ms);
-                    v.i64(*expire);
-                }
-                None => {
-                    v.i16(3);
-                    v.i64(*offset);
-                    v.i32(*leader_epoch);
-                    v.string(metadata)?;
-                    v.i64(*commit_timestamp_ms);
-                }
+            ..
+        } => match expire_timestamp_ms {
+            Some(expire) => {
+                v.i16(1);
+                v.i64(*offset);
+                v.string(metadata)?;
+                v.i64(*commit_timestamp_ms);
+                v.i64(*expire);
             }
-        }
-        GroupRecord::OffsetTombstone { group, topic, partition } => {
-            offset_key(&mut k, group, topic, *partition)?;
-        }
+            None => {
+                v.i16(3);
+                v.i64(*offset);
+                v.i32(*leader_epoch);
+                v.string(metadata)?;
+                v.i64(*commit_timestamp_ms);
+            }
+        },
+        GroupRecord::OffsetTombstone { .. } | GroupRecord::GroupTombstone { .. } => {}
         GroupRecord::GroupMetadata {
-            group,
             protocol_type,
             generation,
             protocol,
             leader,
             current_state_timestamp_ms,
             members,
+            ..
         } => {
-            k.i16(KEY_GROUP_METADATA);
-            k.string(group)?;
             v.i16(3);
             v.string(protocol_type)?;
             v.i32(*generation);
@@ -198,17 +223,17 @@ pub(super) fn encode(record: &GroupRecord) -> Option<(Vec<u8>, Vec<u8>)> {
                 v.bytes(&m.assignment)?;
             }
         }
-        GroupRecord::GroupTombstone { group } => {
-            k.i16(KEY_GROUP_METADATA);
-            k.string(group)?;
-        }
-        GroupRecord::ConsumerGroup { group, .. } => {
-            k.i16(KEY_CONSUMER_GROUP);
-            k.string(group)?;
+        GroupRecord::ConsumerGroup { .. } => {
             v.0 = super::records::consumer_group_value(record);
         }
     }
-    Some((k.0, v.0))
+    Some(v.0)
+}
+
+/// Whether `value`, found under a key of this module, is in shardlog's original value
+/// format (see [`encode_value`]).
+fn is_original_value(value: &[u8]) -> bool {
+    value.first().is_some_and(|b| *b != 0)
 }
 
 fn offset_key(k: &mut Writer, group: &str, topic: &str, partition: i32) -> Option<()> {
@@ -232,6 +257,13 @@ pub(super) fn decode(key: &[u8], value: Option<&[u8]>) -> Result<GroupRecord, De
             k.end()?;
             match value {
                 None => Ok(GroupRecord::OffsetTombstone { group, topic, partition }),
+                Some(value) if is_original_value(value) => super::records::decode_original_value(
+                    super::records::KEY_OFFSET,
+                    group,
+                    topic,
+                    partition,
+                    value,
+                ),
                 Some(value) => offset_value(group, topic, partition, value),
             }
         }
@@ -239,6 +271,13 @@ pub(super) fn decode(key: &[u8], value: Option<&[u8]>) -> Result<GroupRecord, De
             k.end()?;
             match value {
                 None => Ok(GroupRecord::GroupTombstone { group }),
+                Some(value) if is_original_value(value) => super::records::decode_original_value(
+                    super::records::KEY_GROUP,
+                    group,
+                    String::new(),
+                    0,
+                    value,
+                ),
                 Some(value) => group_value(group, value),
             }
         }

@@ -33,8 +33,8 @@ use uuid::Uuid;
 
 use super::codec::{put, stored_struct, Field, Reader};
 
-const KEY_OFFSET: u8 = 1;
-const KEY_GROUP: u8 = 2;
+pub(super) const KEY_OFFSET: u8 = 1;
+pub(super) const KEY_GROUP: u8 = 2;
 const VALUE_VERSION: u8 = 1;
 /// Value version of a consumer-protocol group under a group key.
 const VALUE_VERSION_CONSUMER_GROUP: u8 = 2;
@@ -208,8 +208,36 @@ impl GroupRecord {
     /// Encode as (key, value) for the internal log, in Kafka's schemas where the record
     /// fits them; tombstones have an empty value and must be appended as null-value
     /// records (decode them with `value = None`).
+    ///
+    /// The key's format depends on the key's strings only (group, topic): a value
+    /// whose strings do not fit Kafka's schemas is written in the original format
+    /// under Kafka's key (see `kafka_records.rs`).
     pub fn encode(&self) -> (Vec<u8>, Vec<u8>) {
-        super::kafka_records::encode(self).unwrap_or_else(|| self.encode_original())
+        let Some(key) = super::kafka_records::encode_key(self) else {
+            return self.encode_original();
+        };
+        let value =
+            super::kafka_records::encode_value(self).unwrap_or_else(|| self.encode_original().1);
+        (key, value)
+    }
+
+    /// Every (key, value) record to append for this one, in order (value `None` for a
+    /// tombstone): [`Self::encode`]'s, and for a group tombstone in Kafka's schemas
+    /// also the tombstone of the group's KIP-848 key, since a group written as a
+    /// consumer group has its record there (an original-format group key is shared by
+    /// both kinds and needs no second).
+    pub fn encode_records(&self) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+        let (key, value) = self.encode();
+        let kafka_key = super::kafka_records::is_kafka_key(&key);
+        let mut out = vec![(key, (!self.is_tombstone()).then_some(value))];
+        if let GroupRecord::GroupTombstone { group } = self {
+            if let Some(second) =
+                super::kafka_records::consumer_group_key(group).filter(|_| kafka_key)
+            {
+                out.push((second, None));
+            }
+        }
+        out
     }
 
     /// Encode in shardlog's original format (see the module comment).
@@ -301,7 +329,7 @@ impl GroupRecord {
 
 /// The record of key `kind`/`group`/`topic`/`partition` from a value in shardlog's
 /// original format.
-fn decode_original_value(
+pub(super) fn decode_original_value(
     kind: u8,
     group: String,
     topic: String,

@@ -572,29 +572,37 @@ fn log_config(config: &Config) -> LogConfig {
     }
 }
 
-/// One record batch holding the record's key and value (null for tombstones).
+/// One record batch holding the record's keys and values
+/// ([`GroupRecord::encode_records`]: one record, two for a group tombstone; null
+/// values for tombstones).
 fn encode_record(record: &GroupRecord) -> Bytes {
-    let (key, value) = record.encode();
-    let value = if record.is_tombstone() { None } else { Some(Bytes::from(value)) };
-    let r = Record {
-        transactional: false,
-        control: false,
-        delete_horizon: false,
-        partition_leader_epoch: 0,
-        producer_id: -1,
-        producer_epoch: -1,
-        timestamp_type: TimestampType::Creation,
-        offset: 0,
-        sequence: -1,
-        timestamp: now_ms(),
-        key: Some(Bytes::from(key)),
-        value,
-        headers: Default::default(),
-    };
+    let now = now_ms();
+    let records: Vec<Record> = record
+        .encode_records()
+        .into_iter()
+        .enumerate()
+        .map(|(i, (key, value))| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: 0,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            // kafka-protocol starts a new batch where offset - sequence changes: keep it
+            // constant so the records share one batch, whose base sequence is -1.
+            sequence: i as i32 - 1,
+            timestamp: now,
+            key: Some(Bytes::from(key)),
+            value: value.map(Bytes::from),
+            headers: Default::default(),
+        })
+        .collect();
     let mut buf = BytesMut::new();
     let options = RecordEncodeOptions { version: 2, compression: Compression::None };
     // Encoding an uncompressed v2 batch into memory cannot fail.
-    RecordBatchEncoder::encode(&mut buf, [&r], &options)
+    RecordBatchEncoder::encode(&mut buf, &records, &options)
         .expect("encoding an in-memory record batch");
     buf.freeze()
 }
@@ -847,6 +855,71 @@ mod tests {
             value: Some(Bytes::from(value)),
             headers: Default::default(),
         }
+    }
+
+    /// A group tombstone is one record batch of two records (the log appends a buffer
+    /// as one batch: a second batch in it would be lost).
+    #[test]
+    fn a_group_tombstone_is_one_batch_of_two_records() {
+        let bytes = encode_record(&GroupRecord::GroupTombstone { group: "k".into() });
+        let header = crate::protocol::batch::RecordBatchHeader::parse(&bytes).unwrap();
+        assert_eq!(header.batch_length as usize + 12, bytes.len());
+        assert_eq!((header.records_count, header.base_sequence), (2, -1));
+        let mut chunk = bytes.clone();
+        let set = RecordBatchDecoder::decode(&mut chunk).unwrap();
+        let keys: Vec<_> = set.records.iter().map(|r| r.key.clone().unwrap().to_vec()).collect();
+        assert_eq!(keys, vec![b"\x00\x02\x00\x01k".to_vec(), b"\x7f\xff\x00\x01k".to_vec()]);
+        assert!(set.records.iter().all(|r| r.value.is_none()));
+    }
+
+    /// A deleted KIP-848 group stays deleted once compaction has dropped its tombstone:
+    /// the tombstone covers the consumer group's own key too, so its last record goes
+    /// with it (before, that record outlived the tombstone and a restart brought back
+    /// an empty group).
+    #[test]
+    fn a_deleted_consumer_group_stays_deleted_after_compaction() {
+        use kafka_protocol::messages::{DeleteGroupsRequest, GroupId};
+        use kafka_protocol::protocol::StrBytes;
+        crate::shard::testing::with_shard(|shard| async move {
+            let host = &shard.groups;
+            assert_eq!(code_and_epoch(call(host, cg_beat("a", 0), 0).await), (0, 1));
+            assert_eq!(code_and_epoch(call(host, cg_beat("a", -1), 0).await), (0, -1));
+            let request = DeleteGroupsRequest::default()
+                .with_groups_names(vec![GroupId(StrBytes::from_static_str("k"))]);
+            let ResponseKind::DeleteGroups(r) =
+                call(host, RequestKind::DeleteGroups(request), 2).await
+            else {
+                panic!("no answer")
+            };
+            assert_eq!(r.results[0].error_code, 0);
+            let p = offsets_partition("k", host.placement);
+            let log = host.existing_log(p).unwrap();
+            // Another group's commit on the same partition after each pass gives the
+            // next pass dirty data to clean.
+            let neighbour =
+                (0..).map(|i| format!("n{i}")).find(|g| offsets_partition(g, host.placement) == p);
+            let neighbour = neighbour.unwrap();
+            let policy = crate::log::cleaner::CompactionPolicy {
+                delete_retention_ms: 0,
+                ..Default::default()
+            };
+            let limits = crate::log::cleaner::CleanerLimits::default();
+            for pass in 0..2 {
+                assert_eq!(commit_codes_of(host, &neighbour, pass).await, vec![0]);
+                log.roll_active().await.unwrap();
+                let now = crate::clock::now_ms() + 1 + pass;
+                assert!(log.compact(&policy, &limits, now, true).await.unwrap().is_some());
+            }
+            // What a restart loads: the neighbour's group and nothing of "k".
+            let mut coordinator = GroupCoordinator::new(CoordinatorConfig::default());
+            let dir = tempfile::tempdir().unwrap();
+            replay(&log, &mut coordinator, dir.path()).await.unwrap();
+            assert_eq!(coordinator.consumer_group_state("k"), None);
+            match coordinator.offset_as_record(&neighbour, "t", 0) {
+                GroupRecord::Offset { offset, .. } => assert_eq!(offset, 1),
+                other => panic!("the neighbour's commit is lost: {other:?}"),
+            }
+        });
     }
 
     /// A compacted offsets log may hold a batch whose last records were removed (its

@@ -159,21 +159,94 @@ fn offsets_and_groups_are_written_in_kafkas_consumer_offsets_schemas() {
 }
 
 #[test]
-fn a_record_too_long_for_kafkas_schemas_keeps_the_original_format() {
+fn a_value_too_long_for_kafkas_schemas_keeps_kafkas_key() {
     let long = "x".repeat(40_000);
-    let r = GroupRecord::Offset {
+    let offset = |metadata: String| GroupRecord::Offset {
         group: "g".into(),
         topic: "t".into(),
         partition: 0,
         offset: 1,
         leader_epoch: -1,
-        metadata: long,
+        metadata,
         commit_timestamp_ms: 2,
         expire_timestamp_ms: None,
     };
+    // The key depends on the key's strings alone: a long metadata string leaves the
+    // commit under the same key as a short one (and as its tombstone), so compaction
+    // keeps only the last of them. The value is then shardlog's original one.
+    let (k, v) = offset(long.clone()).encode();
+    assert_eq!(k, offset("m".into()).encode().0);
+    assert_eq!(
+        k,
+        GroupRecord::OffsetTombstone { group: "g".into(), topic: "t".into(), partition: 0 }
+            .encode()
+            .0
+    );
+    assert_eq!(v[0], 1, "original value version");
+    assert_eq!(round_trip(&offset(long.clone())), offset(long.clone()));
+
+    // The same for a group whose member id does not fit an i16 length.
+    let group = |member_id: String| GroupRecord::GroupMetadata {
+        group: "g".into(),
+        protocol_type: "consumer".into(),
+        generation: 1,
+        protocol: Some("range".into()),
+        leader: Some(member_id.clone()),
+        current_state_timestamp_ms: Some(T0),
+        members: vec![MemberRecord {
+            member_id,
+            group_instance_id: None,
+            client_id: "c".into(),
+            client_host: "/127.0.0.1".into(),
+            rebalance_timeout_ms: REBALANCE,
+            session_timeout_ms: SESSION,
+            subscription: subscription(&["t"]),
+            assignment: Bytes::new(),
+        }],
+    };
+    let (k, v) = group(long.clone()).encode();
+    assert_eq!(k, b"\x00\x02\x00\x01g");
+    assert_eq!(v[0], 1, "original value version");
+    assert_eq!(round_trip(&group(long.clone())), group(long.clone()));
+
+    // A group id too long for Kafka's key: every record of the group takes the
+    // original key, the tombstone too.
+    let mut r = offset("m".into());
+    if let GroupRecord::Offset { group, .. } = &mut r {
+        *group = long.clone();
+    }
     let (k, _) = r.encode();
     assert_eq!(k[0], 1, "original offset key");
     assert_eq!(round_trip(&r), r);
+    let tombstone = GroupRecord::GroupTombstone { group: long.clone() };
+    let records = tombstone.encode_records();
+    assert_eq!(records.len(), 1, "the original group key is shared by both kinds");
+    assert_eq!(records[0].0[0], 2, "original group key");
+    assert_eq!(records[0].1, None);
+}
+
+#[test]
+fn a_group_tombstone_covers_both_group_keys() {
+    // A classic group's metadata and a KIP-848 group's record have different keys in
+    // Kafka's schemas: the tombstone must cover both, or compaction keeps a consumer
+    // group's last record after dropping the tombstone and a restart brings it back.
+    let records = GroupRecord::GroupTombstone { group: "g".into() }.encode_records();
+    assert_eq!(
+        records,
+        vec![(b"\x00\x02\x00\x01g".to_vec(), None), (b"\x7f\xff\x00\x01g".to_vec(), None)]
+    );
+    for (k, v) in &records {
+        assert_eq!(
+            GroupRecord::decode(k, v.as_deref()).unwrap(),
+            GroupRecord::GroupTombstone { group: "g".into() }
+        );
+    }
+    // Every other record is one record, its encode().
+    for r in every_kind().into_iter().filter(|r| !matches!(r, GroupRecord::GroupTombstone { .. })) {
+        let (k, v) = r.encode();
+        let value = (!r.is_tombstone()).then_some(v);
+        assert_eq!(r.encode_records(), vec![(k, value)], "{r:?}");
+    }
 }
 
 #[test]
