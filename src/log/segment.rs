@@ -55,6 +55,10 @@ pub struct Segment {
     pub bytes_since_index: Cell<u64>,
     /// Largest batch max timestamp in the segment and that batch's last offset.
     pub max_ts: Cell<Option<(i64, i64)>>,
+    /// The first batch's max timestamp (ms), once known: noted when the batch at
+    /// position 0 is written or scanned, else read on demand
+    /// ([`Segment::first_batch_timestamp`]; Kafka's `LogSegment.getFirstBatchTimestamp`).
+    first_batch_ts: Cell<Option<i64>>,
     /// Bytes of the partial last DMA block, `[align_down(size), size)` (active segment).
     pub tail: RefCell<Vec<u8>>,
     /// The last large read from disk, kept so that sequential fetches (a consumer
@@ -144,6 +148,7 @@ impl Segment {
             time_index: RefCell::default(),
             bytes_since_index: Cell::new(0),
             max_ts: Cell::new(None),
+            first_batch_ts: Cell::new(None),
             tail: RefCell::default(),
             readahead: RefCell::default(),
             prefetch: RefCell::default(),
@@ -202,10 +207,38 @@ impl Segment {
             self.bytes_since_index.set(0);
         }
         self.bytes_since_index.set(self.bytes_since_index.get() + h.total_size() as u64);
+        if pos == 0 {
+            self.first_batch_ts.set(Some(h.max_timestamp));
+        }
         if self.max_ts.get().is_none_or(|(t, _)| h.max_timestamp > t) {
             self.max_ts.set(Some((h.max_timestamp, h.last_offset())));
         }
         self.next_offset.set(h.next_offset());
+    }
+
+    /// The max timestamp (ms) of the segment's first batch, None for an empty segment
+    /// (Kafka's `LogSegment.getFirstBatchTimestamp`, which the log cleaner measures
+    /// `max.compaction.lag.ms` from). Read from the file (one DMA block) the first time
+    /// when the segment was opened from its index files; errors: that read, or a damaged
+    /// first batch header.
+    pub async fn first_batch_timestamp(&self) -> io::Result<Option<i64>> {
+        if let Some(ts) = self.first_batch_ts.get() {
+            return Ok(Some(ts));
+        }
+        let len = self.size.get().min(self.alignment().max(RECORD_BATCH_OVERHEAD as u64));
+        if len == 0 {
+            return Ok(None);
+        }
+        let data = read_at(&self.file, 0, len as usize).await?;
+        let h = RecordBatchHeader::parse_header(&data).map_err(|e| {
+            invalid(format!(
+                "segment {} of {}: first batch: {e}",
+                self.base_offset,
+                self.dir.display()
+            ))
+        })?;
+        self.first_batch_ts.set(Some(h.max_timestamp));
+        Ok(Some(h.max_timestamp))
     }
 
     /// Adds the final time index entry (segment max timestamp), as Kafka does when a
