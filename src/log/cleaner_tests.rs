@@ -438,3 +438,68 @@ fn a_crash_after_the_swap_commit_point_is_finished_at_start_up() {
         log.close().await.unwrap();
     });
 }
+
+#[test]
+fn an_expired_tombstone_is_removed_without_new_dirty_data_even_after_a_restart() {
+    run(|dir| async move {
+        let log = PartitionLog::open(dir.clone(), compact_cfg()).await.unwrap();
+        let recs = [(Some("a"), Some("1")), (Some("b"), Some("2"))];
+        log.append(keyed(&recs, 1_000, -1, -1, Compression::None), 0).await.unwrap();
+        log.append(keyed(&[(Some("a"), None)], 1_100, -1, -1, Compression::None), 0).await.unwrap();
+        seal(&log).await;
+        let policy =
+            CompactionPolicy { delete_retention_ms: 60_000, ..CompactionPolicy::default() };
+        let limits = CleanerLimits::default();
+        let now = NOW;
+        log.compact(&policy, &limits, now, false).await.unwrap().unwrap();
+        // A record in the active segment (never cleanable, so nothing new is dirty) lets
+        // `contents` read past the gap the tombstone leaves.
+        log.append(keyed(&[(Some("c"), Some("3"))], 1_200, -1, -1, Compression::None), 0)
+            .await
+            .unwrap();
+        let c = row(3, "c", Some("3"));
+        assert_eq!(
+            contents(&log).await,
+            vec![row(1, "b", Some("2")), row(2, "a", None), c.clone()]
+        );
+        // Before the horizon (now + 60 s) no pass runs.
+        assert_eq!(log.compact(&policy, &limits, now + 59_999, false).await.unwrap(), None);
+        // The horizon survives a restart (it is in the cleaner checkpoint).
+        log.close().await.unwrap();
+        let log = PartitionLog::open(dir.clone(), compact_cfg()).await.unwrap();
+        let done = log.compact(&policy, &limits, now + 60_000, false).await.unwrap();
+        let done = done.expect("a pass for the passed delete horizon");
+        assert_eq!(done.records_removed, 1);
+        assert_eq!(contents(&log).await, vec![row(1, "b", Some("2")), c]);
+        // No tombstone waits any more: the next pass has nothing to do.
+        assert_eq!(log.compact(&policy, &limits, now + 120_000, false).await.unwrap(), None);
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
+fn max_compaction_lag_counts_from_the_first_batch_of_a_dirty_segment() {
+    run(|dir| async move {
+        let log = PartitionLog::open(dir.clone(), compact_cfg()).await.unwrap();
+        // One sealed segment: its first batch is 10 s old, its last (largest timestamp)
+        // 10 ms old.
+        let first = keyed(&[(Some("a"), Some("1"))], NOW - 10_000, -1, -1, Compression::None);
+        log.append(first, 0).await.unwrap();
+        let last = keyed(&[(Some("a"), Some("2"))], NOW - 10, -1, -1, Compression::None);
+        log.append(last, 0).await.unwrap();
+        seal(&log).await;
+        // The first batch's timestamp is read back from the file after a restart.
+        log.close().await.unwrap();
+        let log = PartitionLog::open(dir.clone(), compact_cfg()).await.unwrap();
+        let limits = CleanerLimits::default();
+        let never =
+            CompactionPolicy { min_cleanable_dirty_ratio: 1.1, ..CompactionPolicy::default() };
+        let lag = |ms| CompactionPolicy { max_compaction_lag_ms: ms, ..never };
+        // 10 s is not past a lag of 10 s (Kafka: strictly earlier than now - lag).
+        assert_eq!(log.compact(&lag(10_000), &limits, NOW, false).await.unwrap(), None);
+        let done = log.compact(&lag(5_000), &limits, NOW, false).await.unwrap();
+        assert_eq!(done.expect("overdue by its first batch").records_removed, 1);
+        assert_eq!(contents(&log).await, vec![row(1, "a", Some("2"))]);
+        log.close().await.unwrap();
+    });
+}

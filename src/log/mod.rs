@@ -224,6 +224,14 @@ pub struct PartitionLog {
     closed: Cell<bool>,
     /// Serializes the log start checkpoint writes of DeleteRecords.
     checkpointing: glommio::sync::Semaphore,
+    /// Held by the log cleaner from its check that a pass's source segments are still
+    /// in the log to their replacement in memory (the file renames and fsyncs in between
+    /// run on glommio's blocking thread), and by retention and close, so that neither
+    /// removes or closes the segments of a swap under way (`cleaner.rs`).
+    swapping: glommio::sync::Semaphore,
+    /// The cleaner's checkpoint as last read or written; None until the cleaner first
+    /// looks at the log (`cleaner.rs`).
+    cleaner_checkpoint: Cell<Option<cleaner::Checkpoint>>,
     /// Callers of [`PartitionLog::roll_active`] waiting for the writer task to roll.
     roll_waiters: RefCell<Vec<futures_channel::oneshot::Sender<()>>>,
     /// Set when a write failed; the log then refuses appends.
@@ -300,6 +308,8 @@ impl PartitionLog {
             failed: RefCell::new(None),
             writer_exit: RefCell::new(Some(writer_exit)),
             checkpointing: glommio::sync::Semaphore::new(1),
+            swapping: glommio::sync::Semaphore::new(1),
+            cleaner_checkpoint: Cell::new(None),
             roll_waiters: RefCell::default(),
             dirty: Cell::new(false),
             dir,
@@ -635,6 +645,8 @@ impl PartitionLog {
         if self.closed.replace(true) {
             return Ok(());
         }
+        // A cleaner swap under way finishes first (it sees `closed` and stops after).
+        let _swap = self.swapping.acquire_permit(1).await;
         let leo = self.state.borrow().leo;
         self.writer_wake.notify();
         self.watch.wait_above(leo - 1).await;

@@ -61,6 +61,11 @@ impl PartitionLog {
         if self.closed.get() || self.write_failed() {
             return Ok(Deleted { log_start_offset: self.log_start.get(), ..Deleted::default() });
         }
+        // Not while the cleaner swaps segments in (its sources must stay in the log).
+        let _swap = self.swapping.acquire_permit(1).await;
+        if self.closed.get() || self.write_failed() {
+            return Ok(Deleted { log_start_offset: self.log_start.get(), ..Deleted::default() });
+        }
         let (n, all) = self.expired_segments(policy, now_ms);
         if all {
             self.roll_active().await?;

@@ -14,7 +14,7 @@ use glommio::{Latency, Shares};
 use super::state::Shard;
 use crate::broker_config::BrokerDefaults;
 use crate::clock::now_ms;
-use crate::log::cleaner::{CleanerLimits, CompactionPolicy};
+use crate::log::cleaner::{filthiest, CleanerLimits, CompactionPolicy};
 use crate::log::PartitionLog;
 use crate::shutdown::Shutdown;
 use crate::topic_config::EffectiveTopicConfig;
@@ -67,7 +67,20 @@ const OFFSETS_POLICY: CompactionPolicy = CompactionPolicy {
     delete_retention_ms: 86_400_000,
 };
 
-/// One pass over every compacted partition and offsets log this shard owns.
+/// A compacted log the shard owns, as one round of the cleaner sees it.
+struct Compacted {
+    log: Rc<PartitionLog>,
+    policy: CompactionPolicy,
+    topic: String,
+    partition: i32,
+}
+
+/// One round over the compacted partitions and offsets logs this shard owns, as a
+/// Kafka cleaner thread (`LogCleaner.CleanerThread`) works through
+/// `LogCleanerManager.grabFilthiestCompactedLog`: weigh every log, clean the filthiest
+/// ([`crate::log::cleaner::filthiest`]), weigh them all again, until none is eligible.
+/// A log whose pass failed, did nothing, or did not move its checkpoint (a pass for the
+/// delete horizon alone, or a damaged segment) is not taken again in the same round.
 pub async fn pass(shard: &Shard) {
     let catalog = shard.catalog();
     let broker = BrokerDefaults::of(&shard.config, &catalog);
@@ -79,38 +92,203 @@ pub async fn pass(shard: &Shard) {
             shard.config.log_cleaner_io_max_bytes_per_second,
         ),
     };
+    let mut logs = Vec::new();
     for ((topic, partition), owned) in shard.owned_logs() {
         let Some(meta) = catalog.topic(&topic) else { continue };
         let resolved = EffectiveTopicConfig::resolve(&meta.configs, &broker);
         if let Some(policy) = resolved.compaction {
-            clean(&owned.log, &policy, &limits, &topic, partition).await;
+            logs.push(Compacted { log: owned.log.clone(), policy, topic, partition });
         }
     }
     for (p, log) in shard.groups.open_logs() {
-        clean(&log, &OFFSETS_POLICY, &limits, crate::metadata::OFFSETS_TOPIC, p as i32).await;
+        let topic = crate::metadata::OFFSETS_TOPIC.to_string();
+        logs.push(Compacted { log, policy: OFFSETS_POLICY, topic, partition: p as i32 });
+    }
+    clean_filthiest_first(&logs, &limits).await;
+}
+
+/// The rounds of [`pass`] over `logs`; returns the indexes of the logs cleaned, in order.
+async fn clean_filthiest_first(logs: &[Compacted], limits: &CleanerLimits) -> Vec<usize> {
+    let mut cleaned = Vec::new();
+    let mut done = vec![false; logs.len()];
+    loop {
+        let now = now_ms();
+        let mut weighed = Vec::with_capacity(logs.len());
+        for (c, done) in logs.iter().zip(&mut done) {
+            if *done {
+                weighed.push(None);
+                continue;
+            }
+            match c.log.to_clean(&c.policy, now).await {
+                Ok(w) => weighed.push(Some(w)),
+                Err(e) => {
+                    let (topic, partition) = (c.topic.as_str(), c.partition);
+                    tracing::warn!(topic, partition, error = %e, "weighing a log for the cleaner failed");
+                    *done = true;
+                    weighed.push(None);
+                }
+            }
+        }
+        let Some(i) = filthiest(&weighed) else { return cleaned };
+        cleaned.push(i);
+        let c = &logs[i];
+        let moved = clean(&c.log, &c.policy, limits, &c.topic, c.partition).await;
+        if !moved {
+            done[i] = true;
+        }
     }
 }
 
+/// One pass over `log`; true when it moved the log's checkpoint.
 async fn clean(
     log: &PartitionLog,
     policy: &CompactionPolicy,
     limits: &CleanerLimits,
     topic: &str,
     partition: i32,
-) {
+) -> bool {
     match log.compact(policy, limits, now_ms(), false).await {
-        Ok(Some(done)) => tracing::info!(
-            topic,
-            partition,
-            cleaned_up_to = done.cleaned_up_to,
-            keys = done.keys,
-            segments = done.segments_rewritten,
-            records_removed = done.records_removed,
-            bytes_before = done.bytes_before,
-            bytes_after = done.bytes_after,
-            "compacted"
-        ),
-        Ok(None) => {}
-        Err(e) => tracing::warn!(topic, partition, error = %e, "compaction pass failed"),
+        Ok(Some(done)) => {
+            tracing::info!(
+                topic,
+                partition,
+                cleaned_from = done.cleaned_from,
+                cleaned_up_to = done.cleaned_up_to,
+                keys = done.keys,
+                segments = done.segments_rewritten,
+                records_removed = done.records_removed,
+                bytes_before = done.bytes_before,
+                bytes_after = done.bytes_after,
+                delete_horizon_ms = done.delete_horizon_ms,
+                "compacted"
+            );
+            done.cleaned_up_to > done.cleaned_from
+        }
+        Ok(None) => false,
+        Err(e) => {
+            tracing::warn!(topic, partition, error = %e, "compaction pass failed");
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::rc::Rc;
+
+    use bytes::Bytes;
+    use kafka_protocol::records::{
+        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    };
+
+    use super::*;
+    use crate::config::FlushPolicy;
+    use crate::log::cleaner::LogToClean;
+    use crate::log::LogConfig;
+
+    /// One batch of `n` records with the distinct keys `<prefix>0..`.
+    fn keys(prefix: &str, n: usize) -> Bytes {
+        let records: Vec<Record> = (0..n)
+            .map(|i| Record {
+                transactional: false,
+                control: false,
+                delete_horizon: false,
+                partition_leader_epoch: 0,
+                producer_id: -1,
+                producer_epoch: -1,
+                timestamp_type: TimestampType::Creation,
+                offset: i as i64,
+                sequence: i as i32 - 1,
+                timestamp: 1_000 + i as i64,
+                key: Some(Bytes::from(format!("{prefix}{i}"))),
+                value: Some(Bytes::from(vec![b'v'; 100])),
+                headers: Default::default(),
+            })
+            .collect();
+        let mut buf = bytes::BytesMut::new();
+        let opts = RecordEncodeOptions { version: 2, compression: Compression::None };
+        RecordBatchEncoder::encode(&mut buf, records.iter(), &opts).unwrap();
+        buf.freeze()
+    }
+
+    async fn open(dir: std::path::PathBuf) -> Rc<PartitionLog> {
+        let cfg = LogConfig {
+            segment_bytes: 1 << 30,
+            index_interval_bytes: 4096,
+            flush: FlushPolicy::Always,
+            flush_interval_ms: 1000,
+            cache_bytes: 1 << 20,
+            shard_cache: None,
+            log_append_time: false,
+            zero_fill_max_write: 256 << 10,
+            segment_ms: i64::MAX,
+        };
+        PartitionLog::open(dir, cfg).await.unwrap()
+    }
+
+    fn compacted(log: &Rc<PartitionLog>, partition: i32) -> Compacted {
+        let policy =
+            CompactionPolicy { min_cleanable_dirty_ratio: 0.1, ..CompactionPolicy::default() };
+        Compacted { log: log.clone(), policy, topic: "t".into(), partition }
+    }
+
+    #[test]
+    fn the_dirtier_log_is_cleaned_first_then_the_other_then_none() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_path_buf();
+        glommio::LocalExecutorBuilder::default()
+            .spawn(move || async move {
+                // Partition 0: half cleaned (ratio about 0.5); partition 1: all dirty (1.0).
+                let half = open(root.join("t-0")).await;
+                half.append(keys("a", 20), 0).await.unwrap();
+                half.roll_active().await.unwrap();
+                let policy = compacted(&half, 0).policy;
+                let limits = CleanerLimits::default();
+                half.compact(&policy, &limits, now_ms(), true).await.unwrap().unwrap();
+                half.append(keys("b", 20), 0).await.unwrap();
+                half.roll_active().await.unwrap();
+                let all = open(root.join("t-1")).await;
+                all.append(keys("a", 20), 0).await.unwrap();
+                all.roll_active().await.unwrap();
+
+                let logs = [compacted(&half, 0), compacted(&all, 1)];
+                let r0 = half.to_clean(&policy, now_ms()).await.unwrap().cleanable_ratio();
+                let r1 = all.to_clean(&policy, now_ms()).await.unwrap().cleanable_ratio();
+                assert!(0.4 < r0 && r0 < 0.6 && r1 == 1.0, "{r0} {r1}");
+                assert_eq!(clean_filthiest_first(&logs, &limits).await, vec![1, 0]);
+                // Both are clean now: the next round cleans nothing.
+                assert_eq!(clean_filthiest_first(&logs, &limits).await, Vec::<usize>::new());
+                half.close().await.unwrap();
+                all.close().await.unwrap();
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+
+    fn weighed(dirty_bytes: u64, delay_ms: i64, horizon_due: bool) -> Option<LogToClean> {
+        Some(LogToClean {
+            clean_bytes: 100 - dirty_bytes,
+            dirty_bytes,
+            compaction_delay_ms: delay_ms,
+            delete_horizon_due: horizon_due,
+            min_cleanable_ratio: 0.5,
+        })
+    }
+
+    #[test]
+    fn filthiest_ranks_by_ratio_and_takes_a_due_delete_horizon_only_when_none_is_dirty_enough() {
+        // Past max.compaction.lag.ms makes a log eligible but does not put it first.
+        let logs = [weighed(10, 5, false), weighed(80, 0, false), weighed(90, 0, true), None];
+        assert_eq!(filthiest(&logs), Some(2));
+        assert_eq!(filthiest(&logs[..2]), Some(1));
+        assert_eq!(filthiest(&[weighed(10, 5, false), weighed(40, 0, false)]), Some(0));
+        // A ratio equal to min.cleanable.dirty.ratio is not enough (Kafka: strictly above).
+        assert_eq!(filthiest(&[weighed(50, 0, false)]), None);
+        // Overdue but nothing cleanable: not eligible.
+        assert_eq!(filthiest(&[weighed(0, 5, false)]), None);
+        // Nothing dirty enough: the filthiest of the logs whose delete horizon is due.
+        let horizon = [weighed(0, 0, true), weighed(30, 0, false), weighed(20, 0, true)];
+        assert_eq!(filthiest(&horizon), Some(2));
     }
 }
