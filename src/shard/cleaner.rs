@@ -1,10 +1,13 @@
-//! The log cleaner of a shard: every `--log-cleaner-backoff-ms` it runs a compaction
-//! pass ([`crate::log::PartitionLog::compact`]) over each partition it owns whose topic's
-//! `cleanup.policy` includes `compact`, then over its group offsets logs (compacted like
-//! Kafka's `__consumer_offsets`, so that start-up replay is bounded by the live groups
-//! and offsets, not by the commit history). It runs in its own glommio task queue with
-//! a small share of the core and `Latency::NotImportant`, so requests go first; reads
-//! and writes are paced by `--log-cleaner-io-max-bytes-per-second`.
+//! The log cleaner of a shard: every `--log-cleaner-backoff-ms` it runs a round
+//! ([`pass`]) over the partitions it owns whose topic's `cleanup.policy` includes
+//! `compact` and over its group offsets logs (compacted like Kafka's
+//! `__consumer_offsets`, so that start-up replay is bounded by the live groups and
+//! offsets, not by the commit history): it compacts
+//! ([`crate::log::PartitionLog::compact`]) the filthiest eligible log, then the next,
+//! until none is eligible ([`crate::log::cleaner::filthiest`]). It runs in its own
+//! glommio task queue with a small share of the core and `Latency::NotImportant`, so
+//! requests go first; reads and writes are paced by
+//! `--log-cleaner-io-max-bytes-per-second`.
 
 use std::rc::Rc;
 use std::time::Duration;
