@@ -1,10 +1,13 @@
 //! The broker's configuration: every tunable is a clap flag with a `SHARDLOG_*`
 //! environment fallback, its unit and its default documented in `--help`.
 
+use std::collections::BTreeSet;
+use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use clap::{Parser, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
 
 /// When a partition's segment writes are made durable with `fdatasync`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -345,9 +348,48 @@ pub struct Config {
     /// Log line format on stderr: `text` or `json` (one object per line).
     #[arg(long, env = "SHARDLOG_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+
+    /// The flags the operator set, on the command line or through their `SHARDLOG_*`
+    /// variable, by clap id (the field name, e.g. `log_retention_ms`); the others hold
+    /// their default. DescribeConfigs reports a value from a given flag as
+    /// STATIC_BROKER_CONFIG and a default as DEFAULT_CONFIG. Filled by
+    /// [`Config::from_args`]; empty after `Config::parse_from` (every flag a default).
+    #[arg(skip)]
+    pub given: BTreeSet<String>,
 }
 
 impl Config {
+    /// Parses `args` (the program name first) and the `SHARDLOG_*` variables like
+    /// `Config::parse_from`, and records in [`Config::given`] which flags were set.
+    /// On a usage error it prints clap's message and exits, as `parse` does.
+    pub fn from_args<I, T>(args: I) -> Config
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        let command = Config::command();
+        let matches = command.clone().get_matches_from(args);
+        let mut config = Config::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+        // The flags only: `matches.ids()` also holds the struct's argument group.
+        config.given = command
+            .get_arguments()
+            .map(|arg| arg.get_id().as_str())
+            .filter(|id| {
+                matches!(
+                    matches.value_source(id),
+                    Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+                )
+            })
+            .map(str::to_string)
+            .collect();
+        config
+    }
+
+    /// Whether the operator set the flag with clap id `id` (see [`Config::given`]).
+    pub fn is_given(&self, id: &str) -> bool {
+        self.given.contains(id)
+    }
+
     /// The `--metrics-listen` address; `None` when the endpoint is off (empty value).
     pub fn metrics_addr(&self) -> Result<Option<SocketAddr>, String> {
         let text = self.metrics_listen.trim();
@@ -492,6 +534,19 @@ mod tests {
         assert!(parse(&["--metrics-listen", "localhost:x"]).is_err_and(|e| e.starts_with(
             "--metrics-listen must be host:port with an IP address or empty, got \"localhost:x\""
         )));
+    }
+
+    #[test]
+    fn given_flags_are_told_from_defaults() {
+        let c = Config::from_args(["shardlog", "--log-retention-ms", "1000", "--node-id=3"]);
+        assert_eq!((c.log_retention_ms, c.node_id), (1000, 3));
+        assert_eq!(c.given, ["log_retention_ms", "node_id"].map(String::from).into());
+        assert!(c.is_given("node_id") && !c.is_given("segment_bytes"));
+        // A flag given with its default value is still given (Kafka: a property in
+        // server.properties is STATIC_BROKER_CONFIG whatever its value).
+        let c = Config::from_args(["shardlog", "--segment-bytes", "1073741824"]);
+        assert!(c.is_given("segment_bytes"));
+        assert!(Config::parse_from(["shardlog"]).given.is_empty());
     }
 
     #[test]

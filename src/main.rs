@@ -33,7 +33,7 @@ fn main() -> ExitCode {
     }
     keep_freed_memory();
     shardlog::crash::install_hook();
-    let config = Arc::new(Config::parse());
+    let config = Arc::new(Config::from_args(std::env::args_os()));
     let filter = tracing_subscriber::EnvFilter::try_new(&config.log)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
