@@ -1,3 +1,7 @@
+//! Broker configs: the ones shardlog describes ([`DESCRIBED`]: Kafka 4.4's name, type
+//! and default, and the flag that sets it), the levels that set each one and their
+//! order ([`BrokerDefaults::synonyms`], Kafka's `ConfigHelper`), and which can change.
+//!
 //! Dynamic broker configs (KIP-226): the broker configs AlterConfigs and
 //! IncrementalAlterConfigs may change while shardlog runs, for this node (resource name
 //! = its node id) or as the cluster default (resource name ""), kept in the catalog and
@@ -15,13 +19,9 @@
 use std::collections::BTreeMap;
 
 use crate::config::Config;
+use crate::config_meta::{ConfigType, Described, Source, Synonym};
 use crate::metadata::CatalogError;
 use crate::topic_config;
-
-/// DescribeConfigs source of a value set for this node (`DYNAMIC_BROKER_CONFIG`).
-pub const SOURCE_DYNAMIC_BROKER: i8 = 2;
-/// DescribeConfigs source of a cluster-wide default (`DYNAMIC_DEFAULT_BROKER_CONFIG`).
-pub const SOURCE_DYNAMIC_DEFAULT: i8 = 3;
 
 /// The log cleaner's dynamic configs (Kafka's `LogCleaner.ReconfigurableConfigs`);
 /// shardlog applies the first three and validates the rest.
@@ -49,20 +49,298 @@ pub const STORED_ONLY: &[&str] = &[
     "replica.alter.log.dirs.io.max.bytes.per.second",
 ];
 
-/// Broker configs shardlog describes that only a flag sets.
-pub const READ_ONLY: &[&str] = &[
-    "advertised.listeners",
-    "auto.create.topics.enable",
-    "broker.id",
-    "listeners",
-    "log.cleaner.enable",
-    "log.dirs",
-    "log.retention.check.interval.ms",
-    "node.id",
-    "num.partitions",
-    "offsets.topic.segment.bytes",
-    "socket.request.max.bytes",
+/// The flag that sets a broker config: its clap id (see [`Config::given`]) and its
+/// value in the broker config's format.
+#[derive(Clone, Copy)]
+pub struct Flag {
+    /// The clap id, the `Config` field name (`log_retention_ms`).
+    pub id: &'static str,
+    /// The flag's value as Kafka writes the broker config.
+    pub value: fn(&Config) -> String,
+}
+
+/// A broker config DescribeConfigs lists for this broker, as Kafka 4.4's `KafkaConfig`
+/// defines it.
+#[derive(Clone, Copy)]
+pub struct BrokerConfigDef {
+    pub name: &'static str,
+    pub config_type: ConfigType,
+    /// The DEFAULT_CONFIG value: Kafka's default, or shardlog's where its flag's
+    /// default differs (`listeners`, `log.dirs`, `node.id`, `broker.id`,
+    /// `queued.max.request.bytes`). None where Kafka has none and takes the value from
+    /// another synonym (`log.retention.ms` from `log.retention.hours`).
+    pub default: Option<&'static str>,
+    /// The flag that sets it, if shardlog has one.
+    pub flag: Option<Flag>,
+}
+
+const fn def(
+    name: &'static str,
+    config_type: ConfigType,
+    default: Option<&'static str>,
+    flag: Option<Flag>,
+) -> BrokerConfigDef {
+    BrokerConfigDef { name, config_type, default, flag }
+}
+
+const fn flag(id: &'static str, value: fn(&Config) -> String) -> Option<Flag> {
+    Some(Flag { id, value })
+}
+
+/// A number as Java's `Double.toString` writes it (`1.7976931348623157E308`, `0.5`).
+fn java_double(v: f64) -> String {
+    format!("{v:?}").replace('e', "E")
+}
+
+use ConfigType::{Boolean, Double, Int, List, Long, String as Str};
+
+/// Every broker config shardlog describes for this broker (resource name = its node
+/// id), sorted by name: each one a flag sets, every dynamic one (see [`is_dynamic`];
+/// the others are read-only), and the synonyms Kafka lists with them
+/// (`log.retention.hours`, `log.roll.hours`, ...). Types and defaults are Kafka 4.4's
+/// (`kafka.server.KafkaConfig`), checked against a running broker.
+pub const DESCRIBED: &[BrokerConfigDef] = &[
+    def(
+        "advertised.listeners",
+        List,
+        None,
+        flag("advertised_listener", |c| {
+            let (host, port) = c.advertised();
+            format!("PLAINTEXT://{host}:{port}")
+        }),
+    ),
+    def(
+        "auto.create.topics.enable",
+        Boolean,
+        Some("true"),
+        flag("auto_create_topics", |c| c.auto_create_topics.to_string()),
+    ),
+    def("background.threads", Int, Some("10"), None),
+    def("broker.id", Int, Some("0"), flag("node_id", |c| c.node_id.to_string())),
+    def("compression.gzip.level", Int, Some("-1"), None),
+    def("compression.lz4.level", Int, Some("9"), None),
+    def("compression.type", Str, Some("producer"), None),
+    def("compression.zstd.level", Int, Some("3"), None),
+    def(
+        "connections.max.idle.ms",
+        Long,
+        Some("600000"),
+        flag("connections_max_idle_ms", |c| c.connections_max_idle_ms.to_string()),
+    ),
+    def(
+        "group.initial.rebalance.delay.ms",
+        Int,
+        Some("3000"),
+        flag("group_initial_rebalance_delay_ms", |c| {
+            c.group_initial_rebalance_delay_ms.to_string()
+        }),
+    ),
+    def(
+        "group.max.session.timeout.ms",
+        Int,
+        Some("1800000"),
+        flag("group_max_session_timeout_ms", |c| c.group_max_session_timeout_ms.to_string()),
+    ),
+    def(
+        "group.min.session.timeout.ms",
+        Int,
+        Some("6000"),
+        flag("group_min_session_timeout_ms", |c| c.group_min_session_timeout_ms.to_string()),
+    ),
+    def(
+        "listeners",
+        List,
+        Some("PLAINTEXT://127.0.0.1:9092"),
+        flag("listen", |c| format!("PLAINTEXT://{}", c.listen)),
+    ),
+    def(
+        "log.cleaner.backoff.ms",
+        Long,
+        Some("15000"),
+        flag("log_cleaner_backoff_ms", |c| c.log_cleaner_backoff_ms.to_string()),
+    ),
+    def(
+        "log.cleaner.dedupe.buffer.size",
+        Long,
+        Some("134217728"),
+        flag("log_cleaner_dedupe_buffer_size", |c| c.log_cleaner_dedupe_buffer_size.to_string()),
+    ),
+    def("log.cleaner.delete.retention.ms", Long, Some("86400000"), None),
+    def(
+        "log.cleaner.enable",
+        Boolean,
+        Some("true"),
+        flag("log_cleaner_enable", |c| c.log_cleaner_enable.to_string()),
+    ),
+    def("log.cleaner.io.buffer.load.factor", Double, Some("0.9"), None),
+    def("log.cleaner.io.buffer.size", Int, Some("524288"), None),
+    def(
+        "log.cleaner.io.max.bytes.per.second",
+        Double,
+        Some("1.7976931348623157E308"),
+        flag("log_cleaner_io_max_bytes_per_second", |c| {
+            java_double(c.log_cleaner_io_max_bytes_per_second)
+        }),
+    ),
+    def("log.cleaner.max.compaction.lag.ms", Long, Some("9223372036854775807"), None),
+    def("log.cleaner.min.cleanable.ratio", Double, Some("0.5"), None),
+    def("log.cleaner.min.compaction.lag.ms", Long, Some("0"), None),
+    def("log.cleaner.threads", Int, Some("1"), None),
+    def("log.cleanup.policy", List, Some("delete"), None),
+    def("log.dirs", List, Some("./data"), flag("data_dir", |c| c.data_dir.display().to_string())),
+    def("log.flush.interval.messages", Long, Some("9223372036854775807"), None),
+    def("log.flush.interval.ms", Long, None, None),
+    def("log.flush.scheduler.interval.ms", Long, Some("9223372036854775807"), None),
+    def(
+        "log.index.interval.bytes",
+        Int,
+        Some("4096"),
+        flag("index_interval_bytes", |c| c.index_interval_bytes.to_string()),
+    ),
+    def("log.index.size.max.bytes", Int, Some("10485760"), None),
+    def("log.local.retention.bytes", Long, Some("-2"), None),
+    def("log.local.retention.ms", Long, Some("-2"), None),
+    def("log.message.timestamp.after.max.ms", Long, Some("3600000"), None),
+    def("log.message.timestamp.before.max.ms", Long, Some("9223372036854775807"), None),
+    def("log.message.timestamp.type", Str, Some("CreateTime"), None),
+    def("log.preallocate", Boolean, Some("false"), None),
+    def("log.remote.copy.lag.bytes", Long, Some("-1"), None),
+    def("log.remote.copy.lag.ms", Long, Some("0"), None),
+    def(
+        "log.retention.bytes",
+        Long,
+        Some("-1"),
+        flag("log_retention_bytes", |c| c.log_retention_bytes.to_string()),
+    ),
+    def(
+        "log.retention.check.interval.ms",
+        Long,
+        Some("300000"),
+        flag("log_retention_check_interval_ms", |c| c.log_retention_check_interval_ms.to_string()),
+    ),
+    def("log.retention.hours", Int, Some("168"), None),
+    def("log.retention.minutes", Int, None, None),
+    def(
+        "log.retention.ms",
+        Long,
+        None,
+        flag("log_retention_ms", |c| c.log_retention_ms.to_string()),
+    ),
+    def("log.roll.hours", Int, Some("168"), None),
+    def("log.roll.jitter.hours", Int, Some("0"), None),
+    def("log.roll.jitter.ms", Long, None, None),
+    def("log.roll.ms", Long, None, flag("log_segment_ms", |c| c.log_segment_ms.to_string())),
+    def(
+        "log.segment.bytes",
+        Int,
+        Some("1073741824"),
+        flag("segment_bytes", |c| c.segment_bytes.to_string()),
+    ),
+    def("log.segment.delete.delay.ms", Long, Some("60000"), None),
+    def(
+        "max.connections",
+        Int,
+        Some("2147483647"),
+        flag("max_connections", |c| c.max_connections.map_or(i32::MAX as usize, |n| n).to_string()),
+    ),
+    def(
+        "max.connections.per.ip",
+        Int,
+        Some("2147483647"),
+        flag("max_connections_per_ip", |c| {
+            c.max_connections_per_ip.map_or(i32::MAX as usize, |n| n).to_string()
+        }),
+    ),
+    def("max.decompressed.message.bytes", Int, Some("2147483639"), None),
+    def(
+        "message.max.bytes",
+        Int,
+        Some("1048588"),
+        flag("max_message_bytes", |c| c.max_message_bytes.to_string()),
+    ),
+    def("min.insync.replicas", Int, Some("1"), None),
+    def("node.id", Int, Some("0"), flag("node_id", |c| c.node_id.to_string())),
+    def("num.io.threads", Int, Some("8"), None),
+    def("num.network.threads", Int, Some("3"), None),
+    def(
+        "num.partitions",
+        Int,
+        Some("1"),
+        flag("default_partitions", |c| c.default_partitions.to_string()),
+    ),
+    def("num.replica.fetchers", Int, Some("1"), None),
+    def(
+        "offsets.retention.minutes",
+        Int,
+        Some("10080"),
+        flag("offsets_retention_minutes", |c| c.offsets_retention_minutes.to_string()),
+    ),
+    def(
+        "offsets.topic.segment.bytes",
+        Int,
+        Some("104857600"),
+        flag("offsets_topic_segment_bytes", |c| c.offsets_topic_segment_bytes.to_string()),
+    ),
+    // shardlog's 0 (no limit) is Kafka's -1.
+    def(
+        "queued.max.request.bytes",
+        Long,
+        Some("268435456"),
+        flag("queued_max_request_bytes", |c| match c.queued_max_request_bytes {
+            0 => "-1".to_string(),
+            n => n.to_string(),
+        }),
+    ),
+    def(
+        "socket.request.max.bytes",
+        Int,
+        Some("104857600"),
+        flag("max_request_bytes", |c| c.max_request_bytes.to_string()),
+    ),
+    def("unclean.leader.election.enable", Boolean, Some("false"), None),
 ];
+
+/// The description of broker config `name`, if shardlog describes it.
+pub fn described(name: &str) -> Option<&'static BrokerConfigDef> {
+    DESCRIBED.binary_search_by(|d| d.name.cmp(name)).ok().map(|i| &DESCRIBED[i])
+}
+
+/// The type of broker config `name`: LONG for the dynamic quota rates shardlog only
+/// stores (Kafka's `QuotaConfig`), which are listed only when set.
+pub fn config_type(name: &str) -> ConfigType {
+    described(name).map_or(ConfigType::Long, |d| d.config_type)
+}
+
+/// Whether `name` can be changed with AlterConfigs / IncrementalAlterConfigs (the
+/// DescribeConfigs `read_only` flag is its negation). `listeners` is read-only here
+/// though Kafka can change it per broker: shardlog cannot re-bind.
+pub fn is_dynamic(name: &str) -> bool {
+    dynamic_names().contains(&name)
+}
+
+/// Whether `name` is a broker config shardlog knows but only a flag (or nothing) sets:
+/// AlterConfigs on it is INVALID_REQUEST.
+pub fn is_read_only(name: &str) -> bool {
+    described(name).is_some() && !is_dynamic(name)
+}
+
+/// The names that hold the same broker setting as `name`, in Kafka's order of
+/// precedence (`DynamicBrokerConfig.brokerConfigSynonyms`): a time in ms before the
+/// same time in minutes or hours; `log.flush.interval.ms` falls back to
+/// `log.flush.scheduler.interval.ms`. Any other name is its only synonym.
+pub fn synonym_names(name: &str) -> Vec<&str> {
+    match name {
+        "log.roll.ms" | "log.roll.hours" => vec!["log.roll.ms", "log.roll.hours"],
+        "log.roll.jitter.ms" | "log.roll.jitter.hours" => {
+            vec!["log.roll.jitter.ms", "log.roll.jitter.hours"]
+        }
+        "log.flush.interval.ms" => vec!["log.flush.interval.ms", "log.flush.scheduler.interval.ms"],
+        "log.retention.ms" | "log.retention.minutes" | "log.retention.hours" => {
+            vec!["log.retention.ms", "log.retention.minutes", "log.retention.hours"]
+        }
+        _ => vec![name],
+    }
+}
 
 /// The topic config whose broker default `name` is, if any.
 pub fn topic_synonym(name: &str) -> Option<&'static str> {
@@ -89,7 +367,7 @@ pub fn is_list(name: &str) -> bool {
 /// Checks a dynamic value: INVALID_REQUEST for a read-only config, INVALID_CONFIG for
 /// an unknown name or a bad value.
 pub fn validate(name: &str, value: Option<&str>) -> Result<(), CatalogError> {
-    if READ_ONLY.contains(&name) {
+    if is_read_only(name) {
         return Err(CatalogError::InvalidRequest(format!(
             "Cannot update these configs dynamically: Set({name})"
         )));
@@ -152,12 +430,71 @@ impl<'a> BrokerDefaults<'a> {
         }
     }
 
-    /// The dynamic value of broker config `name` and its DescribeConfigs source.
-    pub fn dynamic(&self, name: &str) -> Option<(&'a str, i8)> {
+    /// The dynamic value of broker config `name` and its source (DynamicBroker or
+    /// DynamicDefaultBroker).
+    pub fn dynamic(&self, name: &str) -> Option<(&'a str, Source)> {
         match self.node.get(name) {
-            Some(v) => Some((v.as_str(), SOURCE_DYNAMIC_BROKER)),
-            None => self.cluster.get(name).map(|v| (v.as_str(), SOURCE_DYNAMIC_DEFAULT)),
+            Some(v) => Some((v.as_str(), Source::DynamicBroker)),
+            None => self.cluster.get(name).map(|v| (v.as_str(), Source::DynamicDefaultBroker)),
         }
+    }
+
+    /// The value the operator gave broker config `name` with its flag, if they did
+    /// (STATIC_BROKER_CONFIG).
+    pub fn static_value(&self, name: &str) -> Option<String> {
+        let flag = described(name)?.flag?;
+        self.config.is_given(flag.id).then(|| (flag.value)(self.config))
+    }
+
+    /// Every level that sets broker config `name`, highest precedence first, as Kafka's
+    /// `ConfigHelper.configSynonyms` lists them: this node's dynamic configs, the
+    /// cluster's, the given flags, the defaults, each level over [`synonym_names`] in
+    /// order; then the entries before the first one named `name` are dropped (so
+    /// `log.retention.ms` unset lists nothing, not `log.retention.hours`' default).
+    pub fn synonyms(&self, name: &str) -> Vec<Synonym> {
+        let names = synonym_names(name);
+        let mut out = Vec::new();
+        for n in &names {
+            if let Some(v) = self.node.get(*n) {
+                out.push(Synonym::new(n, Some(v.clone()), Source::DynamicBroker));
+            }
+        }
+        for n in &names {
+            if let Some(v) = self.cluster.get(*n) {
+                out.push(Synonym::new(n, Some(v.clone()), Source::DynamicDefaultBroker));
+            }
+        }
+        for n in &names {
+            if let Some(v) = self.static_value(n) {
+                out.push(Synonym::new(n, Some(v), Source::StaticBroker));
+            }
+        }
+        for n in &names {
+            if let Some(v) = described(n).and_then(|d| d.default) {
+                out.push(Synonym::new(n, Some(v.to_string()), Source::Default));
+            }
+        }
+        let first = out.iter().position(|s| s.name == name).unwrap_or(out.len());
+        out.drain(..first);
+        out
+    }
+
+    /// Broker config `name` for this broker: the value of its first level (null when
+    /// nothing sets it, e.g. `log.retention.ms` without `--log-retention-ms`).
+    pub fn describe(&self, name: &str) -> Described {
+        let synonyms = self.synonyms(name);
+        Described::new(synonyms.first().and_then(|s| s.value.clone()), synonyms)
+    }
+
+    /// Broker config `name` as set for the cluster default (resource name ""): only
+    /// that level, as Kafka lists it.
+    pub fn describe_cluster_default(&self, name: &str) -> Described {
+        let synonyms: Vec<Synonym> = self
+            .synonyms(name)
+            .into_iter()
+            .filter(|s| s.source == Source::DynamicDefaultBroker)
+            .collect();
+        Described::new(self.cluster.get(name).cloned(), synonyms)
     }
 
     /// A numeric broker setting: its dynamic value if set and valid, else `flag`.
@@ -192,6 +529,144 @@ mod tests {
         assert!(is_list("log.cleanup.policy") && !is_list("log.retention.ms"));
         let names = dynamic_names();
         assert!(names.contains(&"log.segment.bytes") && names.contains(&"log.cleaner.backoff.ms"));
-        assert!(!names.iter().any(|n| READ_ONLY.contains(n)));
+        assert!(!names.iter().any(|n| is_read_only(n)));
+    }
+
+    use crate::config_meta::Source::{Default, DynamicBroker, DynamicDefaultBroker, StaticBroker};
+    use clap::Parser;
+
+    fn syn(name: &str, value: &str, source: Source) -> Synonym {
+        Synonym::new(name, Some(value.to_string()), source)
+    }
+
+    fn map(entries: &[(&str, &str)]) -> BTreeMap<String, String> {
+        entries.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn the_table_is_sorted_and_its_defaults_are_the_flags_defaults() {
+        assert!(DESCRIBED.windows(2).all(|w| w[0].name < w[1].name));
+        let config = Config::parse_from(["shardlog"]);
+        for d in DESCRIBED {
+            let Some(f) = d.flag else { continue };
+            let want = match d.name {
+                // No default in Kafka: the hours synonym holds it (168 h = the flag's
+                // default), and advertised.listeners falls back to listeners.
+                "log.retention.ms" | "log.roll.ms" => {
+                    assert_eq!((f.value)(&config), (168 * 3_600_000).to_string());
+                    None
+                }
+                "advertised.listeners" => None,
+                _ => Some((f.value)(&config)),
+            };
+            assert_eq!(d.default.map(str::to_string), want, "{}", d.name);
+        }
+        // Every dynamic config is listed, but the quota rates (not KafkaConfig's).
+        let rates = [
+            "follower.replication.throttled.rate",
+            "leader.replication.throttled.rate",
+            "replica.alter.log.dirs.io.max.bytes.per.second",
+        ];
+        for n in dynamic_names() {
+            assert!(described(n).is_some() != rates.contains(&n), "{n}");
+        }
+        // Read-only as in Kafka 4.4 (listeners aside: Kafka can change it, shardlog cannot).
+        for n in ["log.retention.hours", "num.partitions", "auto.create.topics.enable", "listeners"]
+        {
+            assert!(is_read_only(n), "{n}");
+        }
+        for n in ["compression.gzip.level", "max.decompressed.message.bytes", "max.connections"] {
+            assert!(is_dynamic(n), "{n}");
+        }
+        assert_eq!(config_type("log.cleaner.dedupe.buffer.size"), ConfigType::Long);
+        assert_eq!(config_type("log.cleaner.io.buffer.size"), ConfigType::Int);
+    }
+
+    #[test]
+    fn a_flag_the_operator_gave_is_static_broker_config_and_one_left_alone_is_default() {
+        let given =
+            Config::from_args(["shardlog", "--max-message-bytes", "2000000", "--node-id", "0"]);
+        let b = BrokerDefaults::flags(&given);
+        assert_eq!(
+            b.describe("message.max.bytes"),
+            Described {
+                value: Some("2000000".into()),
+                source: StaticBroker,
+                synonyms: vec![
+                    syn("message.max.bytes", "2000000", StaticBroker),
+                    syn("message.max.bytes", "1048588", Default),
+                ],
+            }
+        );
+        assert_eq!(b.describe("node.id").source, StaticBroker);
+        assert_eq!(b.describe("broker.id").source, StaticBroker);
+        let defaults = Config::from_args(["shardlog"]);
+        let b = BrokerDefaults::flags(&defaults);
+        assert_eq!(
+            b.describe("message.max.bytes"),
+            Described {
+                value: Some("1048588".into()),
+                source: Default,
+                synonyms: vec![syn("message.max.bytes", "1048588", Default)],
+            }
+        );
+        assert_eq!(b.describe("node.id").source, Default);
+        // Kafka 4.4 with nothing set: log.retention.ms is null with no synonym (the
+        // hours default is dropped), log.retention.hours is 168.
+        assert_eq!(b.describe("log.retention.ms"), Described::new(None, vec![]));
+        assert_eq!(
+            b.describe("log.retention.hours"),
+            Described::new(Some("168".into()), vec![syn("log.retention.hours", "168", Default)])
+        );
+        assert_eq!(b.describe("advertised.listeners"), Described::new(None, vec![]));
+        assert_eq!(b.describe("max.connections").value.as_deref(), Some("2147483647"));
+    }
+
+    /// Recorded from Kafka 4.4 with `log.retention.ms=4000000` and
+    /// `log.cleaner.backoff.ms=1000` in server.properties, then both set for the
+    /// cluster default and for broker 0 with kafka-configs.
+    #[test]
+    fn every_level_that_sets_a_broker_config_is_listed_in_kafkas_order() {
+        let config = Config::from_args([
+            "shardlog",
+            "--log-retention-ms",
+            "4000000",
+            "--log-cleaner-backoff-ms",
+            "1000",
+        ]);
+        let node = map(&[("log.retention.ms", "5400000"), ("log.cleaner.backoff.ms", "3000")]);
+        let cluster = map(&[("log.retention.ms", "7200000"), ("log.cleaner.backoff.ms", "2000")]);
+        let b = BrokerDefaults { config: &config, node: &node, cluster: &cluster };
+        assert_eq!(
+            b.describe("log.retention.ms"),
+            Described {
+                value: Some("5400000".into()),
+                source: DynamicBroker,
+                synonyms: vec![
+                    syn("log.retention.ms", "5400000", DynamicBroker),
+                    syn("log.retention.ms", "7200000", DynamicDefaultBroker),
+                    syn("log.retention.ms", "4000000", StaticBroker),
+                    syn("log.retention.hours", "168", Default),
+                ],
+            }
+        );
+        assert_eq!(
+            b.synonyms("log.cleaner.backoff.ms"),
+            vec![
+                syn("log.cleaner.backoff.ms", "3000", DynamicBroker),
+                syn("log.cleaner.backoff.ms", "2000", DynamicDefaultBroker),
+                syn("log.cleaner.backoff.ms", "1000", StaticBroker),
+                syn("log.cleaner.backoff.ms", "15000", Default),
+            ]
+        );
+        // The cluster default resource ("") shows only its own level.
+        assert_eq!(
+            b.describe_cluster_default("log.retention.ms"),
+            Described {
+                value: Some("7200000".into()),
+                source: DynamicDefaultBroker,
+                synonyms: vec![syn("log.retention.ms", "7200000", DynamicDefaultBroker)],
+            }
+        );
     }
 }

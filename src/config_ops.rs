@@ -87,10 +87,7 @@ pub const TOPIC: Schema = Schema {
 
 /// Dynamic broker configs ([`crate::broker_config`]).
 pub const BROKER: Schema = Schema {
-    known: |n| {
-        crate::broker_config::dynamic_names().contains(&n)
-            || crate::broker_config::READ_ONLY.contains(&n)
-    },
+    known: |n| crate::broker_config::is_dynamic(n) || crate::broker_config::is_read_only(n),
     validate: crate::broker_config::validate,
     default: |n| crate::broker_config::topic_synonym(n).and_then(topic_config::static_default),
     is_list: crate::broker_config::is_list,

@@ -18,7 +18,9 @@
 //! | [`metrics`] | per-shard counters and latency histograms (thread-local, no atomics), the snapshot a scrape gathers over the mesh, the Prometheus text exposition and the `--metrics-listen` HTTP endpoint (`/metrics`, `/healthz`, `/readyz`) |
 //! | [`top`] | `shardlog top`: a live terminal view of a broker read from its metrics endpoint (rates between two scrapes) |
 //! | [`topic_config`] | topic config names, defaults, validation, resolved values |
-//! | [`broker_config`] | dynamic broker configs (KIP-226): which can change, validation, the layered broker defaults |
+//! | [`broker_config`] | the broker configs shardlog describes (Kafka name, type, default, flag), which can change (KIP-226), validation, the layered broker defaults and their synonyms |
+//! | [`config_meta`] | DescribeConfigs' words for a config: source, type, synonyms |
+//! | [`config_docs`] | the documentation text of every described topic and broker config |
 //! | [`config_ops`] | what AlterConfigs / IncrementalAlterConfigs do to a topic's overrides (pure) |
 //! | [`error`] | Kafka error codes (`ResponseError`) and internal errors' mapping |
 //! | [`clock`] | the wall clock in ms |
@@ -48,6 +50,8 @@
 pub mod broker_config;
 pub mod clock;
 pub mod config;
+pub mod config_docs;
+pub mod config_meta;
 pub mod config_ops;
 pub mod coordinator;
 pub mod crash;

@@ -7,61 +7,102 @@ use std::collections::BTreeMap;
 
 use crate::broker_config::BrokerDefaults;
 use crate::config::Config;
+use crate::config_meta::ConfigType::{self, Boolean, Double, Int, List, Long, String as Str};
+use crate::config_meta::{Described, Source, Synonym};
 use crate::log::cleaner::CompactionPolicy;
 use crate::log::retention::RetentionPolicy;
 
-/// Kafka's topic configs (`org.apache.kafka.common.config.TopicConfig`) with their
-/// broker default when the broker config does not override them. `None` means the
-/// default comes from shardlog's own flags (see [`default_value`]).
-const KNOWN: &[(&str, Option<&str>)] = &[
-    ("cleanup.policy", Some("delete")),
-    ("compression.gzip.level", Some("-1")),
-    ("compression.lz4.level", Some("9")),
-    ("compression.type", Some("producer")),
-    ("compression.zstd.level", Some("3")),
-    ("delete.retention.ms", Some("86400000")),
-    ("file.delete.delay.ms", Some("60000")),
-    ("flush.messages", Some("9223372036854775807")),
-    ("flush.ms", Some("9223372036854775807")),
-    ("follower.replication.throttled.replicas", Some("")),
-    ("index.interval.bytes", None),
-    ("leader.replication.throttled.replicas", Some("")),
-    ("local.retention.bytes", Some("-2")),
-    ("local.retention.ms", Some("-2")),
-    ("max.compaction.lag.ms", Some("9223372036854775807")),
-    ("max.message.bytes", None),
-    ("message.timestamp.after.max.ms", Some("3600000")),
-    ("message.timestamp.before.max.ms", Some("9223372036854775807")),
-    ("message.timestamp.type", Some("CreateTime")),
-    ("min.cleanable.dirty.ratio", Some("0.5")),
-    ("min.compaction.lag.ms", Some("0")),
-    ("min.insync.replicas", Some("1")),
-    ("preallocate", Some("false")),
-    ("remote.log.copy.disable", Some("false")),
-    ("remote.log.delete.on.disable", Some("false")),
-    ("remote.storage.enable", Some("false")),
-    ("retention.bytes", None),
-    ("retention.ms", None),
-    ("segment.bytes", None),
-    ("segment.index.bytes", Some("10485760")),
-    ("segment.jitter.ms", Some("0")),
-    ("segment.ms", None),
-    ("unclean.leader.election.enable", Some("false")),
+/// Kafka 4.4's topic configs (`LogConfig`'s ConfigDef, what DescribeConfigs lists for a
+/// topic) with their type and their default when the broker config does not override
+/// them. `None` means the default comes from shardlog's own flags (see
+/// [`default_value`]).
+const KNOWN: &[(&str, Option<&str>, ConfigType)] = &[
+    ("cleanup.policy", Some("delete"), List),
+    ("compression.gzip.level", Some("-1"), Int),
+    ("compression.lz4.level", Some("9"), Int),
+    ("compression.type", Some("producer"), Str),
+    ("compression.zstd.level", Some("3"), Int),
+    ("delete.retention.ms", Some("86400000"), Long),
+    ("errors.deadletterqueue.group.enable", Some("false"), Boolean),
+    ("file.delete.delay.ms", Some("60000"), Long),
+    ("flush.messages", Some("9223372036854775807"), Long),
+    ("flush.ms", Some("9223372036854775807"), Long),
+    ("follower.replication.throttled.replicas", Some(""), List),
+    ("index.interval.bytes", None, Int),
+    ("leader.replication.throttled.replicas", Some(""), List),
+    ("local.retention.bytes", Some("-2"), Long),
+    ("local.retention.ms", Some("-2"), Long),
+    ("max.compaction.lag.ms", Some("9223372036854775807"), Long),
+    ("max.decompressed.message.bytes", Some("2147483639"), Int),
+    ("max.message.bytes", None, Int),
+    ("message.timestamp.after.max.ms", Some("3600000"), Long),
+    ("message.timestamp.before.max.ms", Some("9223372036854775807"), Long),
+    ("message.timestamp.type", Some("CreateTime"), Str),
+    ("min.cleanable.dirty.ratio", Some("0.5"), Double),
+    ("min.compaction.lag.ms", Some("0"), Long),
+    ("min.insync.replicas", Some("1"), Int),
+    ("preallocate", Some("false"), Boolean),
+    ("remote.copy.lag.bytes", Some("-1"), Long),
+    ("remote.copy.lag.ms", Some("0"), Long),
+    ("remote.log.copy.disable", Some("false"), Boolean),
+    ("remote.log.delete.on.disable", Some("false"), Boolean),
+    ("remote.storage.enable", Some("false"), Boolean),
+    ("retention.bytes", None, Long),
+    ("retention.ms", None, Long),
+    ("segment.bytes", None, Int),
+    ("segment.index.bytes", Some("10485760"), Int),
+    ("segment.jitter.ms", Some("0"), Long),
+    ("segment.ms", None, Long),
+    ("unclean.leader.election.enable", Some("false"), Boolean),
 ];
 
 /// Every topic config name Kafka knows, in sorted order.
 pub fn names() -> impl Iterator<Item = &'static str> {
-    KNOWN.iter().map(|(n, _)| *n)
+    KNOWN.iter().map(|(n, _, _)| *n)
+}
+
+/// The type of topic config `name` (STRING for a name Kafka does not know).
+pub fn config_type(name: &str) -> ConfigType {
+    KNOWN.iter().find(|(n, _, _)| *n == name).map_or(ConfigType::String, |(_, _, t)| *t)
 }
 
 /// The value a topic gets for `name` when it sets none, and its DescribeConfigs
-/// source: the broker config it defaults to if set dynamically (this node's, then the
-/// cluster default), else the flag or Kafka's default (DEFAULT_CONFIG, 5).
-pub fn default_with_source(name: &str, broker: &BrokerDefaults) -> (Option<String>, i8) {
-    if let Some((v, source)) = broker_synonym(name).and_then(|b| broker.dynamic(b)) {
-        return (Some(v.to_string()), source);
+/// source (that of the first level of the broker config it defaults to, see
+/// [`describe`]).
+pub fn default_with_source(name: &str, broker: &BrokerDefaults) -> (Option<String>, Source) {
+    let d = describe(name, &BTreeMap::new(), broker);
+    (d.value, d.source)
+}
+
+/// Topic config `name` of a topic with `overrides`, as Kafka's
+/// `ConfigHelper.createTopicConfigEntry` describes it: the value in force (the
+/// override, else the broker config it defaults to: dynamic, flag or default), and as
+/// synonyms the override (TOPIC_CONFIG) followed by that broker config's levels
+/// ([`BrokerDefaults::synonyms`]). The source is the first synonym's, DEFAULT_CONFIG
+/// when there is none (a default whose broker config has no default of its own, like
+/// `retention.ms` from `log.retention.hours`, lists no synonym).
+pub fn describe(
+    name: &str,
+    overrides: &BTreeMap<String, String>,
+    broker: &BrokerDefaults,
+) -> Described {
+    let mut synonyms = Vec::new();
+    let own = overrides.get(name);
+    if let Some(v) = own {
+        synonyms.push(Synonym::new(name, Some(v.clone()), Source::Topic));
     }
-    (default_value(name, broker.config), 5)
+    let broker_name = broker_synonym(name);
+    if let Some(b) = broker_name {
+        synonyms.extend(broker.synonyms(b));
+    }
+    let value = match own {
+        Some(v) => Some(v.clone()),
+        None => match broker_name.and_then(|b| broker.dynamic(b)) {
+            Some((v, _)) => Some(v.to_string()),
+            None => default_value(name, broker.config),
+        },
+    };
+    Described::new(value, synonyms)
 }
 
 /// The value a topic gets for `name` from the flags or Kafka's defaults (what it gets
@@ -74,22 +115,27 @@ pub fn default_value(name: &str, config: &Config) -> Option<String> {
         "retention.ms" => Some(config.log_retention_ms.to_string()),
         "retention.bytes" => Some(config.log_retention_bytes.to_string()),
         "segment.ms" => Some(config.log_segment_ms.to_string()),
-        _ => KNOWN.iter().find(|(n, _)| *n == name).and_then(|(_, v)| v.map(str::to_string)),
+        _ => static_default(name),
     }
 }
 
 /// The default of `name` that does not depend on the broker's flags (Kafka's
 /// `LogConfig` default), if it is one of those.
 pub fn static_default(name: &str) -> Option<String> {
-    KNOWN.iter().find(|(n, _)| *n == name).and_then(|(_, v)| v.map(str::to_string))
+    KNOWN.iter().find(|(n, _, _)| *n == name).and_then(|(_, v, _)| v.map(str::to_string))
 }
 
-/// The broker config a topic config defaults to (Kafka's `LogConfig` synonyms, the
-/// one listed after the topic's own value in DescribeConfigs synonyms).
+/// The broker config a topic config defaults to (Kafka 4.4's
+/// `ServerTopicConfigSynonyms.TOPIC_CONFIG_SYNONYMS`, the one listed after the topic's
+/// own value in DescribeConfigs synonyms). The replica throttles, the remote storage
+/// switches and `errors.deadletterqueue.group.enable` have none.
 pub fn broker_synonym(name: &str) -> Option<&'static str> {
     Some(match name {
         "cleanup.policy" => "log.cleanup.policy",
+        "compression.gzip.level" => "compression.gzip.level",
+        "compression.lz4.level" => "compression.lz4.level",
         "compression.type" => "compression.type",
+        "compression.zstd.level" => "compression.zstd.level",
         "delete.retention.ms" => "log.cleaner.delete.retention.ms",
         "file.delete.delay.ms" => "log.segment.delete.delay.ms",
         "flush.messages" => "log.flush.interval.messages",
@@ -98,6 +144,7 @@ pub fn broker_synonym(name: &str) -> Option<&'static str> {
         "local.retention.bytes" => "log.local.retention.bytes",
         "local.retention.ms" => "log.local.retention.ms",
         "max.compaction.lag.ms" => "log.cleaner.max.compaction.lag.ms",
+        "max.decompressed.message.bytes" => "max.decompressed.message.bytes",
         "max.message.bytes" => "message.max.bytes",
         "message.timestamp.after.max.ms" => "log.message.timestamp.after.max.ms",
         "message.timestamp.before.max.ms" => "log.message.timestamp.before.max.ms",
@@ -106,6 +153,8 @@ pub fn broker_synonym(name: &str) -> Option<&'static str> {
         "min.compaction.lag.ms" => "log.cleaner.min.compaction.lag.ms",
         "min.insync.replicas" => "min.insync.replicas",
         "preallocate" => "log.preallocate",
+        "remote.copy.lag.bytes" => "log.remote.copy.lag.bytes",
+        "remote.copy.lag.ms" => "log.remote.copy.lag.ms",
         "retention.bytes" => "log.retention.bytes",
         "retention.ms" => "log.retention.ms",
         "segment.bytes" => "log.segment.bytes",
@@ -120,7 +169,7 @@ pub fn broker_synonym(name: &str) -> Option<&'static str> {
 /// Validates one topic config entry; a failure maps to INVALID_CONFIG with the
 /// returned message (as Kafka's `LogConfig.validate`).
 pub fn validate(name: &str, value: Option<&str>) -> Result<(), String> {
-    if !KNOWN.iter().any(|(n, _)| *n == name) {
+    if !KNOWN.iter().any(|(n, _, _)| *n == name) {
         return Err(format!("Unknown topic config name: {name}"));
     }
     let Some(raw) = value else {
@@ -141,8 +190,15 @@ pub fn validate(name: &str, value: Option<&str>) -> Result<(), String> {
         // No lower bound in Kafka: any negative value means no limit.
         "retention.bytes" => long_at_least(i64::MIN),
         "retention.ms" => long_at_least(-1),
-        "segment.ms" | "flush.messages" | "flush.ms" | "max.compaction.lag.ms" => long_at_least(1),
+        "segment.ms" | "flush.messages" | "max.compaction.lag.ms" => long_at_least(1),
         "local.retention.ms" | "local.retention.bytes" => long_at_least(-2),
+        "remote.copy.lag.ms" | "remote.copy.lag.bytes" => long_at_least(-1),
+        "max.decompressed.message.bytes" => value
+            .parse::<i32>()
+            .ok()
+            .filter(|v| (1..=2_147_483_639).contains(v))
+            .map(|_| ())
+            .ok_or_else(bad),
         "compression.gzip.level" => match value.parse::<i32>() {
             Ok(v) if v == -1 || (1..=9).contains(&v) => Ok(()),
             _ => Err(bad()),
@@ -180,6 +236,7 @@ pub fn validate(name: &str, value: Option<&str>) -> Result<(), String> {
         // Booleans, case-insensitive like Kafka's ConfigDef.
         "preallocate"
         | "unclean.leader.election.enable"
+        | "errors.deadletterqueue.group.enable"
         | "remote.log.copy.disable"
         | "remote.log.delete.on.disable"
         | "remote.storage.enable" => {
@@ -381,9 +438,19 @@ mod tests {
         let e = EffectiveTopicConfig::resolve(&o, &broker);
         assert_eq!(e.retention.retention_ms, 5);
         assert!(e.compaction.is_none() && e.retention.delete);
-        assert_eq!(default_with_source("retention.ms", &broker), (Some("1000".into()), 2));
-        assert_eq!(default_with_source("segment.bytes", &broker), (Some("4096".into()), 3));
-        assert_eq!(default_with_source("segment.ms", &broker), (Some("604800000".into()), 5));
+        let dynamic = |v: &str, s| (Some(v.to_string()), s);
+        assert_eq!(
+            default_with_source("retention.ms", &broker),
+            dynamic("1000", Source::DynamicBroker)
+        );
+        assert_eq!(
+            default_with_source("segment.bytes", &broker),
+            dynamic("4096", Source::DynamicDefaultBroker)
+        );
+        assert_eq!(
+            default_with_source("segment.ms", &broker),
+            dynamic("604800000", Source::Default)
+        );
     }
 
     #[test]
@@ -398,5 +465,92 @@ mod tests {
         assert_eq!(EffectiveTopicConfig::resolve(&lag, &broker).segment_ms, 2000);
         let deleted = map(&[("max.compaction.lag.ms", "2000")]);
         assert_eq!(EffectiveTopicConfig::resolve(&deleted, &broker).segment_ms, 604_800_000);
+    }
+
+    #[test]
+    fn the_topic_configs_are_kafka_4_4s_with_its_types() {
+        let names: Vec<&str> = names().collect();
+        assert_eq!(names.len(), 37);
+        for n in [
+            "errors.deadletterqueue.group.enable",
+            "max.decompressed.message.bytes",
+            "remote.copy.lag.bytes",
+            "remote.copy.lag.ms",
+        ] {
+            assert!(names.contains(&n), "{n}");
+        }
+        assert!(!names.contains(&"internal.segment.bytes"));
+        assert_eq!(config_type("cleanup.policy"), ConfigType::List);
+        assert_eq!(config_type("min.cleanable.dirty.ratio"), ConfigType::Double);
+        assert_eq!(config_type("segment.bytes"), ConfigType::Int);
+        assert_eq!(config_type("retention.ms"), ConfigType::Long);
+        assert_eq!(config_type("errors.deadletterqueue.group.enable"), ConfigType::Boolean);
+        assert_eq!(validate("flush.ms", Some("0")), Ok(()));
+        assert_eq!(validate("remote.copy.lag.ms", Some("-1")), Ok(()));
+        assert!(validate("remote.copy.lag.ms", Some("-2")).is_err());
+        assert!(validate("max.decompressed.message.bytes", Some("0")).is_err());
+        assert!(validate("max.decompressed.message.bytes", Some("2147483640")).is_err());
+    }
+
+    /// Recorded from Kafka 4.4: a topic created with `retention.ms=3600000` and
+    /// `max.message.bytes=200000` on a broker that sets neither.
+    #[test]
+    fn an_override_is_topic_config_followed_by_its_broker_configs_levels() {
+        use clap::Parser;
+        let config = Config::parse_from(["shardlog"]);
+        let broker = BrokerDefaults::flags(&config);
+        let o: BTreeMap<String, String> =
+            [("retention.ms", "3600000"), ("max.message.bytes", "200000")]
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .into();
+        let syn = |n: &str, v: &str, s| Synonym::new(n, Some(v.to_string()), s);
+        // log.retention.ms is unset and has no default: only the override is listed.
+        assert_eq!(
+            describe("retention.ms", &o, &broker),
+            Described {
+                value: Some("3600000".into()),
+                source: Source::Topic,
+                synonyms: vec![syn("retention.ms", "3600000", Source::Topic)],
+            }
+        );
+        assert_eq!(
+            describe("max.message.bytes", &o, &broker).synonyms,
+            vec![
+                syn("max.message.bytes", "200000", Source::Topic),
+                syn("message.max.bytes", "1048588", Source::Default),
+            ]
+        );
+        let none = BTreeMap::new();
+        for (name, value) in [("retention.ms", "604800000"), ("segment.ms", "604800000")] {
+            assert_eq!(describe(name, &none, &broker), Described::new(Some(value.into()), vec![]));
+        }
+        assert_eq!(
+            describe("remote.storage.enable", &none, &broker),
+            Described::new(Some("false".into()), vec![])
+        );
+    }
+
+    /// Recorded from Kafka 4.4 with `log.roll.ms=100000000` in server.properties.
+    #[test]
+    fn a_default_from_a_given_flag_is_static_broker_config() {
+        let config = Config::from_args(["shardlog", "--log-segment-ms", "100000000"]);
+        let broker = BrokerDefaults::flags(&config);
+        let syn = |n: &str, v: &str, s| Synonym::new(n, Some(v.to_string()), s);
+        assert_eq!(
+            describe("segment.ms", &BTreeMap::new(), &broker),
+            Described {
+                value: Some("100000000".into()),
+                source: Source::StaticBroker,
+                synonyms: vec![
+                    syn("log.roll.ms", "100000000", Source::StaticBroker),
+                    syn("log.roll.hours", "168", Source::Default),
+                ],
+            }
+        );
+        assert_eq!(
+            default_with_source("segment.ms", &broker),
+            (Some("100000000".into()), Source::StaticBroker)
+        );
+        assert_eq!(default_with_source("segment.bytes", &broker).1, Source::Default);
     }
 }

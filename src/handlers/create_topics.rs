@@ -10,6 +10,7 @@ use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 
 use super::{Ctx, Outcome, Versions};
 use crate::broker_config::BrokerDefaults;
+use crate::config_meta::Source;
 use crate::error::ResponseError;
 use crate::metadata::TopicMeta;
 use crate::protocol::strings::{sb, topic_name};
@@ -172,13 +173,13 @@ fn ok_result(
             topic_config::names()
                 .map(|n| {
                     let (value, source) = match new.configs.get(n) {
-                        Some(v) => (Some(v.clone()), 1),                     // TOPIC_CONFIG
+                        Some(v) => (Some(v.clone()), Source::Topic),
                         None => topic_config::default_with_source(n, broker),
                     };
                     CreatableTopicConfigs::default()
                         .with_name(sb(n))
                         .with_value(value.map(|v| sb(&v)))
-                        .with_config_source(source)
+                        .with_config_source(source.code())
                 })
                 .collect(),
         );

@@ -1,7 +1,10 @@
-//! DescribeConfigs (key 32): topic configs (overrides with source TOPIC_CONFIG,
-//! the rest DEFAULT_CONFIG) and this broker's configs (source DEFAULT_CONFIG or
-//! STATIC_BROKER_CONFIG for the ones flags set); with `include_synonyms`, each value's
-//! sources in precedence order (a topic override, then its broker config).
+//! DescribeConfigs (key 32), as Kafka 4.4's `ConfigHelper` answers it for TOPIC and
+//! BROKER resources: every topic config Kafka lists (source TOPIC_CONFIG for an
+//! override, else that of the broker config it defaults to), this broker's configs
+//! (resource name = its node id), or the cluster defaults set dynamically (resource
+//! name ""). Sources and synonyms follow [`crate::config_meta`]; `config_type` (v3+) and
+//! `documentation` (v3+, only with `include_documentation`, else null) come from
+//! [`crate::topic_config`], [`crate::broker_config`] and [`crate::config_docs`].
 
 use kafka_protocol::messages::describe_configs_response::{
     DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
@@ -10,16 +13,23 @@ use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 
 use super::alter_config_route::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use super::{Ctx, Outcome, Versions};
-use crate::broker_config::{self, BrokerDefaults, SOURCE_DYNAMIC_BROKER, SOURCE_DYNAMIC_DEFAULT};
+use crate::broker_config::{self, BrokerDefaults};
+use crate::config_docs;
+use crate::config_meta::{ConfigType, Described};
 use crate::error::ResponseError;
 use crate::protocol::strings::sb;
 use crate::topic_config;
 
 pub const VERSIONS: Versions = Versions { min: 1, max: 4 };
 
-const SOURCE_TOPIC_CONFIG: i8 = 1;
-const SOURCE_STATIC_BROKER_CONFIG: i8 = 4;
-const SOURCE_DEFAULT_CONFIG: i8 = 5;
+/// One config as it is answered, before the request's options shape it.
+struct Entry {
+    name: String,
+    described: Described,
+    config_type: ConfigType,
+    read_only: bool,
+    documentation: Option<&'static str>,
+}
 
 /// Describes topics and this broker. Errors per resource: UNKNOWN_TOPIC_OR_PARTITION,
 /// INVALID_REQUEST (unknown resource type or another broker's id).
@@ -27,30 +37,18 @@ pub async fn handle(
     ctx: &Ctx,
     request: DescribeConfigsRequest,
 ) -> Outcome<DescribeConfigsResponse> {
-    let include_synonyms = ctx.api_version >= 1 && request.include_synonyms;
     let catalog = ctx.shard.catalog();
     let broker = BrokerDefaults::of(&ctx.shard.config, &catalog);
     let results = request
         .resources
         .iter()
         .map(|res| {
-            let mut out = DescribeConfigsResult::default()
+            let out = DescribeConfigsResult::default()
                 .with_resource_type(res.resource_type)
                 .with_resource_name(res.resource_name.clone());
-            let entries: Vec<(String, Option<String>, i8)> = match res.resource_type {
+            let entries = match res.resource_type {
                 RESOURCE_TOPIC => match catalog.topic(res.resource_name.as_str()) {
-                    Some(meta) => {
-                        let configs = topic_overrides(meta, &ctx.shard.config);
-                        topic_config::names()
-                        .map(|n| match configs.get(n) {
-                            Some(v) => (n.to_string(), Some(v.clone()), SOURCE_TOPIC_CONFIG),
-                            None => {
-                                let (v, source) = topic_config::default_with_source(n, &broker);
-                                (n.to_string(), v, source)
-                            }
-                        })
-                        .collect()
-                    }
+                    Some(meta) => topic_entries(&topic_overrides(meta, &ctx.shard.config), &broker),
                     None => {
                         return out
                             .with_error_code(ResponseError::UnknownTopicOrPartition.code())
@@ -60,19 +58,13 @@ pub async fn handle(
                 RESOURCE_BROKER => {
                     let name = res.resource_name.as_str();
                     if name.is_empty() {
-                        // The cluster default: only what is set there (Kafka's
-                        // `ConfigHelper` for the default broker resource).
-                        catalog
-                            .broker_default_configs
-                            .iter()
-                            .map(|(k, v)| (k.clone(), Some(v.clone()), SOURCE_DYNAMIC_DEFAULT))
-                            .collect()
+                        cluster_default_entries(&broker)
                     } else if name != ctx.shard.config.node_id.to_string() {
                         return out
                             .with_error_code(ResponseError::InvalidRequest.code())
                             .with_error_message(Some(sb("Unexpected broker id")));
                     } else {
-                        broker_configs(ctx, &broker)
+                        broker_entries(&broker)
                     }
                 }
                 _ => {
@@ -82,80 +74,96 @@ pub async fn handle(
                 }
             };
             let keys = res.configuration_keys.as_ref();
-            out.configs = entries
+            let wanted = |n: &str| keys.is_none_or(|k| k.is_empty() || k.iter().any(|x| x.as_str() == n));
+            let configs = entries
                 .into_iter()
-                .filter(|(n, _, _)| {
-                    keys.is_none_or(|k| k.is_empty() || k.iter().any(|x| x.as_str() == n))
-                })
-                .map(|(n, value, source)| {
-                    let mut e = DescribeConfigsResourceResult::default()
-                        .with_name(sb(&n))
-                        .with_value(value.map(|v| sb(&v)))
-                        .with_config_source(source);
-                    if ctx.api_version >= 3 {
-                        e.config_type = config_type(&n);
-                    }
-                    if include_synonyms {
-                        e.synonyms = synonyms(&broker, res.resource_type, &n, e.value.as_ref(), source);
-                    }
-                    e
-                })
+                .filter(|e| wanted(&e.name))
+                .map(|e| encode(e, ctx.api_version, &request))
                 .collect();
-            out
+            out.with_configs(configs)
         })
         .collect();
     Outcome::Ready(DescribeConfigsResponse::default().with_results(results))
 }
 
-/// The sources of a config's value, highest precedence first (KIP-226): a topic
-/// override (DYNAMIC_TOPIC_CONFIG), then the broker config it defaults to as set for
-/// this node (DYNAMIC_BROKER_CONFIG), as the cluster default
-/// (DYNAMIC_DEFAULT_BROKER_CONFIG), and from the flags or Kafka's default. A broker
-/// config lists the same layers under its own name.
-fn synonyms(
-    broker: &BrokerDefaults,
-    resource_type: i8,
-    name: &str,
-    value: Option<&kafka_protocol::protocol::StrBytes>,
-    source: i8,
-) -> Vec<DescribeConfigsSynonym> {
-    let entry = |n: &str, v: Option<String>, s: i8| {
-        DescribeConfigsSynonym::default().with_name(sb(n)).with_value(v.map(|v| sb(&v))).with_source(s)
-    };
-    let mut out = Vec::new();
-    let (broker_name, topic_name) = if resource_type == RESOURCE_TOPIC {
-        if source == SOURCE_TOPIC_CONFIG {
-            out.push(entry(name, value.map(|v| v.to_string()), source));
-        }
-        let Some(b) = topic_config::broker_synonym(name) else { return out };
-        (b, Some(name))
-    } else {
-        (name, broker_config::topic_synonym(name))
-    };
-    let node = broker.node.get(broker_name);
-    let cluster = broker.cluster.get(broker_name);
-    if let Some(v) = node {
-        out.push(entry(broker_name, Some(v.clone()), SOURCE_DYNAMIC_BROKER));
+/// One entry on the wire: synonyms only with `include_synonyms`, `config_type` and
+/// `documentation` from v3 (documentation only with `include_documentation`).
+fn encode(e: Entry, version: i16, request: &DescribeConfigsRequest) -> DescribeConfigsResourceResult {
+    let mut out = DescribeConfigsResourceResult::default()
+        .with_name(sb(&e.name))
+        .with_value(e.described.value.as_deref().map(sb))
+        .with_read_only(e.read_only)
+        .with_config_source(e.described.source.code())
+        .with_is_sensitive(false);
+    if request.include_synonyms {
+        out.synonyms = e
+            .described
+            .synonyms
+            .iter()
+            .map(|s| {
+                DescribeConfigsSynonym::default()
+                    .with_name(sb(&s.name))
+                    .with_value(s.value.as_deref().map(sb))
+                    .with_source(s.source.code())
+            })
+            .collect();
     }
-    if let Some(v) = cluster {
-        out.push(entry(broker_name, Some(v.clone()), SOURCE_DYNAMIC_DEFAULT));
-    }
-    match topic_name {
-        Some(t) => out.push(entry(
-            broker_name,
-            topic_config::default_value(t, broker.config),
-            SOURCE_DEFAULT_CONFIG,
-        )),
-        None if resource_type != RESOURCE_TOPIC => {
-            if let Some(v) = flag_value(name, broker.config) {
-                out.push(entry(name, Some(v), SOURCE_STATIC_BROKER_CONFIG));
-            } else if out.is_empty() {
-                out.push(entry(name, value.map(|v| v.to_string()), source));
-            }
+    // Null unless asked for (the generated default is "").
+    out.documentation = None;
+    if version >= 3 {
+        out.config_type = e.config_type.code();
+        if request.include_documentation {
+            out.documentation = e.documentation.map(sb);
         }
-        None => {}
     }
     out
+}
+
+/// Every topic config Kafka lists for a topic with `overrides`.
+fn topic_entries(
+    overrides: &std::collections::BTreeMap<String, String>,
+    broker: &BrokerDefaults,
+) -> Vec<Entry> {
+    topic_config::names()
+        .map(|n| Entry {
+            name: n.to_string(),
+            described: topic_config::describe(n, overrides, broker),
+            config_type: topic_config::config_type(n),
+            read_only: false,
+            documentation: config_docs::topic(n),
+        })
+        .collect()
+}
+
+/// This broker's configs: every one of [`broker_config::DESCRIBED`], and the dynamic
+/// ones set for it or the cluster that are not among them (the replication quota
+/// rates), sorted by name.
+fn broker_entries(broker: &BrokerDefaults) -> Vec<Entry> {
+    let mut names: Vec<&str> = broker_config::DESCRIBED.iter().map(|d| d.name).collect();
+    names.extend(broker.node.keys().chain(broker.cluster.keys()).map(String::as_str));
+    names.sort_unstable();
+    names.dedup();
+    names.into_iter().map(|n| broker_entry(n, broker.describe(n))).collect()
+}
+
+/// The cluster defaults (Kafka's `ConfigHelper` for the default broker resource):
+/// only what is set there, with only that level as synonym.
+fn cluster_default_entries(broker: &BrokerDefaults) -> Vec<Entry> {
+    broker
+        .cluster
+        .keys()
+        .map(|n| broker_entry(n, broker.describe_cluster_default(n)))
+        .collect()
+}
+
+fn broker_entry(name: &str, described: Described) -> Entry {
+    Entry {
+        name: name.to_string(),
+        described,
+        config_type: broker_config::config_type(name),
+        read_only: !broker_config::is_dynamic(name),
+        documentation: config_docs::broker(name),
+    }
 }
 
 /// A topic's overrides as DescribeConfigs shows them. `__consumer_offsets` is created by
@@ -175,99 +183,3 @@ fn topic_overrides(
     configs
 }
 
-/// The value of a broker config that a flag sets, if shardlog has one for it.
-fn flag_value(name: &str, c: &crate::config::Config) -> Option<String> {
-    Some(match name {
-        "log.cleaner.backoff.ms" => c.log_cleaner_backoff_ms.to_string(),
-        "log.cleaner.dedupe.buffer.size" => c.log_cleaner_dedupe_buffer_size.to_string(),
-        "log.cleaner.io.max.bytes.per.second" => {
-            format!("{:?}", c.log_cleaner_io_max_bytes_per_second).replace('e', "E")
-        }
-        "log.cleaner.enable" => c.log_cleaner_enable.to_string(),
-        "log.retention.check.interval.ms" => c.log_retention_check_interval_ms.to_string(),
-        "offsets.topic.segment.bytes" => c.offsets_topic_segment_bytes.to_string(),
-        _ => {
-            let topic = broker_config::topic_synonym(name)?;
-            if topic_config::static_default(topic).is_some() {
-                return None; // not a flag: Kafka's default
-            }
-            topic_config::default_value(topic, c)?
-        }
-    })
-}
-
-/// This broker's configs: the read-only ones from the flags, and every dynamic one with
-/// the value in force (this node's dynamic value, the cluster default, the flag, or
-/// Kafka's default, in that order).
-fn broker_configs(ctx: &Ctx, broker: &BrokerDefaults) -> Vec<(String, Option<String>, i8)> {
-    let c = &ctx.shard.config;
-    let (host, port) = c.advertised();
-    let mut out: Vec<(String, Option<String>, i8)> = vec![
-        ("advertised.listeners".into(), Some(format!("PLAINTEXT://{host}:{port}")), SOURCE_STATIC_BROKER_CONFIG),
-        ("auto.create.topics.enable".into(), Some(c.auto_create_topics.to_string()), SOURCE_STATIC_BROKER_CONFIG),
-        ("broker.id".into(), Some(c.node_id.to_string()), SOURCE_STATIC_BROKER_CONFIG),
-        ("listeners".into(), Some(format!("PLAINTEXT://{}", c.listen)), SOURCE_STATIC_BROKER_CONFIG),
-        ("log.dirs".into(), Some(c.data_dir.display().to_string()), SOURCE_STATIC_BROKER_CONFIG),
-        ("log.retention.hours".into(), Some("168".into()), SOURCE_DEFAULT_CONFIG),
-        ("node.id".into(), Some(c.node_id.to_string()), SOURCE_STATIC_BROKER_CONFIG),
-        ("num.partitions".into(), Some(c.default_partitions.to_string()), SOURCE_STATIC_BROKER_CONFIG),
-        ("socket.request.max.bytes".into(), Some(c.max_request_bytes.to_string()), SOURCE_STATIC_BROKER_CONFIG),
-    ];
-    for name in ["log.cleaner.enable", "log.retention.check.interval.ms", "offsets.topic.segment.bytes"] {
-        out.push((name.into(), flag_value(name, c), SOURCE_STATIC_BROKER_CONFIG));
-    }
-    for name in broker_config::dynamic_names() {
-        let entry = match broker.dynamic(name) {
-            Some((v, source)) => (Some(v.to_string()), source),
-            None => match flag_value(name, c) {
-                Some(v) => (Some(v), SOURCE_STATIC_BROKER_CONFIG),
-                None => {
-                    let topic = broker_config::topic_synonym(name);
-                    (topic.and_then(topic_config::static_default), SOURCE_DEFAULT_CONFIG)
-                }
-            },
-        };
-        out.push((name.to_string(), entry.0, entry.1));
-    }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    out
-}
-
-/// Kafka's ConfigType codes (v3+): 1 BOOLEAN, 2 STRING, 3 INT, 5 LONG, 6 DOUBLE, 7 LIST.
-fn config_type(name: &str) -> i8 {
-    match name {
-        "preallocate"
-        | "unclean.leader.election.enable"
-        | "remote.log.copy.disable"
-        | "remote.log.delete.on.disable"
-        | "remote.storage.enable"
-        | "auto.create.topics.enable"
-        | "log.cleaner.enable" => 1,
-        "max.message.bytes"
-        | "segment.bytes"
-        | "index.interval.bytes"
-        | "segment.index.bytes"
-        | "min.insync.replicas"
-        | "compression.gzip.level"
-        | "compression.lz4.level"
-        | "compression.zstd.level"
-        | "message.max.bytes"
-        | "num.partitions"
-        | "broker.id"
-        | "node.id"
-        | "log.index.interval.bytes"
-        | "log.segment.bytes"
-        | "socket.request.max.bytes"
-        | "log.retention.hours"
-        | "offsets.topic.segment.bytes" => 3,
-        "min.cleanable.dirty.ratio" | "log.cleaner.io.max.bytes.per.second" => 6,
-        "cleanup.policy"
-        | "leader.replication.throttled.replicas"
-        | "follower.replication.throttled.replicas"
-        | "listeners"
-        | "advertised.listeners"
-        | "log.dirs" => 7,
-        "compression.type" | "message.timestamp.type" => 2,
-        _ => 5,
-    }
-}
