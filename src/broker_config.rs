@@ -281,6 +281,20 @@ pub const DESCRIBED: &[BrokerConfigDef] = &[
         Some("104857600"),
         flag("offsets_topic_segment_bytes", |c| c.offsets_topic_segment_bytes.to_string()),
     ),
+    def(
+        "producer.id.expiration.check.interval.ms",
+        Int,
+        Some("600000"),
+        flag("producer_id_expiration_check_interval_ms", |c| {
+            c.producer_id_expiration_check_interval_ms.to_string()
+        }),
+    ),
+    def(
+        "producer.id.expiration.ms",
+        Int,
+        Some("86400000"),
+        flag("producer_id_expiration_ms", |c| c.producer_id_expiration_ms.to_string()),
+    ),
     // shardlog's 0 (no limit) is Kafka's -1.
     def(
         "queued.max.request.bytes",
