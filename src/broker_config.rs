@@ -34,6 +34,12 @@ pub const CLEANER_CONFIGS: &[&str] = &[
     "log.cleaner.threads",
 ];
 
+/// The producer-state configs that change at runtime (Kafka's
+/// `DynamicBrokerConfig.DynamicProducerStateManagerConfig`, less the transaction
+/// verification switch: shardlog has no transactions yet). Applied at the next
+/// expiration pass.
+pub const PRODUCER_STATE_CONFIGS: &[&str] = &["producer.id.expiration.ms"];
+
 /// Other dynamic broker configs of Kafka's that shardlog accepts and stores (validated
 /// as non-negative numbers) but does not act on: there are no replicas, and threads and
 /// connection limits are not configurable yet.
@@ -282,14 +288,6 @@ pub const DESCRIBED: &[BrokerConfigDef] = &[
         flag("offsets_topic_segment_bytes", |c| c.offsets_topic_segment_bytes.to_string()),
     ),
     def(
-        "producer.id.expiration.check.interval.ms",
-        Int,
-        Some("600000"),
-        flag("producer_id_expiration_check_interval_ms", |c| {
-            c.producer_id_expiration_check_interval_ms.to_string()
-        }),
-    ),
-    def(
         "producer.id.expiration.ms",
         Int,
         Some("86400000"),
@@ -366,6 +364,7 @@ pub fn dynamic_names() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = topic_config::names()
         .filter_map(topic_config::broker_synonym)
         .chain(CLEANER_CONFIGS.iter().copied())
+        .chain(PRODUCER_STATE_CONFIGS.iter().copied())
         .chain(STORED_ONLY.iter().copied())
         .collect();
     v.sort_unstable();
@@ -404,7 +403,10 @@ pub fn validate(name: &str, value: Option<&str>) -> Result<(), CatalogError> {
         "log.cleaner.backoff.ms" => {
             v.parse::<i64>().ok().filter(|x| *x >= 0).map(|_| ()).ok_or_else(bad)
         }
-        "log.cleaner.dedupe.buffer.size" | "log.cleaner.io.buffer.size" | "log.cleaner.threads" => {
+        "log.cleaner.dedupe.buffer.size"
+        | "log.cleaner.io.buffer.size"
+        | "log.cleaner.threads"
+        | "producer.id.expiration.ms" => {
             v.parse::<i64>().ok().filter(|x| *x >= 1).map(|_| ()).ok_or_else(bad)
         }
         n if STORED_ONLY.contains(&n) => {
@@ -527,6 +529,11 @@ mod tests {
         assert_eq!(topic_synonym("message.max.bytes"), Some("max.message.bytes"));
         assert_eq!(topic_synonym("broker.id"), None);
         assert!(validate("log.retention.ms", Some("60000")).is_ok());
+        assert!(validate("producer.id.expiration.ms", Some("1")).is_ok());
+        assert!(matches!(
+            validate("producer.id.expiration.ms", Some("0")),
+            Err(CatalogError::InvalidConfig(_))
+        ));
         assert!(matches!(
             validate("log.retention.ms", Some("x")),
             Err(CatalogError::InvalidConfig(_))

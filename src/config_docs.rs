@@ -108,7 +108,6 @@ const BROKER: &[(&str, &str)] = &[
     ("num.replica.fetchers", "Threads that fetch from leaders. Stored only: shardlog has no followers."),
     ("offsets.retention.minutes", "How long the committed offsets of an empty group are kept, in minutes (flag --offsets-retention-minutes)."),
     ("offsets.topic.segment.bytes", "Segment size of the group offsets log, in bytes (flag --offsets-topic-segment-bytes)."),
-    ("producer.id.expiration.check.interval.ms", "How often each shard looks for idempotent producers to forget, in milliseconds (flag --producer-id-expiration-check-interval-ms)."),
     ("producer.id.expiration.ms", "How long a partition remembers an idempotent producer after its last batch, in milliseconds; a forgotten producer's next batch is taken with any sequence (flag --producer-id-expiration-ms)."),
     ("queued.max.request.bytes", "Bytes of requests read and not yet answered that the broker holds at once; -1 means no limit (flag --queued-max-request-bytes)."),
     ("socket.request.max.bytes", "Largest request frame accepted, in bytes; a larger one closes the connection (flag --max-request-bytes)."),

@@ -153,6 +153,9 @@ BROKER = {
     'num.replica.fetchers': ('1', 5, 3, False, [('num.replica.fetchers', '1', 5)]),
     'offsets.retention.minutes': ('10080', 5, 3, True, [('offsets.retention.minutes', '10080', 5)]),
     'offsets.topic.segment.bytes': ('104857600', 5, 3, True, [('offsets.topic.segment.bytes', '104857600', 5)]),
+    # Not in the recording (added later): Kafka 4.4's TransactionLogConfig defines it as an
+    # INT, default 86400000, changeable at runtime (DynamicProducerStateManagerConfig).
+    'producer.id.expiration.ms': ('86400000', 5, 3, False, [('producer.id.expiration.ms', '86400000', 5)]),
     'queued.max.request.bytes': ('-1', 5, 5, True, [('queued.max.request.bytes', '-1', 5)]),
     'socket.request.max.bytes': ('104857600', 5, 3, True, [('socket.request.max.bytes', '104857600', 5)]),
     'unclean.leader.election.enable': ('false', 5, 1, False, [('unclean.leader.election.enable', 'false', 5)]),
