@@ -70,6 +70,20 @@ const OFFSETS_POLICY: CompactionPolicy = CompactionPolicy {
     delete_retention_ms: 86_400_000,
 };
 
+/// The policy the offsets logs are cleaned with: the `__consumer_offsets` topic's
+/// configs (compact) over the broker's, so a dynamic `log.cleaner.delete.retention.ms`
+/// (or ratio, or lag) applies to them at once, as in Kafka, and as DescribeConfigs of
+/// `__consumer_offsets` shows; [`OFFSETS_POLICY`] should the catalog lack the topic.
+fn offsets_policy(
+    catalog: &crate::metadata::Catalog,
+    broker: &BrokerDefaults<'_>,
+) -> CompactionPolicy {
+    catalog
+        .topic(crate::metadata::OFFSETS_TOPIC)
+        .and_then(|meta| EffectiveTopicConfig::resolve(&meta.configs, broker).compaction)
+        .unwrap_or(OFFSETS_POLICY)
+}
+
 /// A compacted log the shard owns, as one round of the cleaner sees it.
 struct Compacted {
     log: Rc<PartitionLog>,
@@ -103,9 +117,10 @@ pub async fn pass(shard: &Shard) {
             logs.push(Compacted { log: owned.log.clone(), policy, topic, partition });
         }
     }
+    let offsets_policy = offsets_policy(&catalog, &broker);
     for (p, log) in shard.groups.open_logs() {
         let topic = crate::metadata::OFFSETS_TOPIC.to_string();
-        logs.push(Compacted { log, policy: OFFSETS_POLICY, topic, partition: p as i32 });
+        logs.push(Compacted { log, policy: offsets_policy, topic, partition: p as i32 });
     }
     clean_filthiest_first(&logs, &limits).await;
 }
@@ -188,6 +203,33 @@ mod tests {
     use crate::config::FlushPolicy;
     use crate::log::cleaner::LogToClean;
     use crate::log::LogConfig;
+
+    /// The offsets logs follow the broker's dynamic cleaner configs, as Kafka's
+    /// `__consumer_offsets` does; with none set, Kafka's defaults.
+    #[test]
+    fn offsets_logs_take_the_brokers_dynamic_cleaner_configs() {
+        use clap::Parser;
+        let dir = tempfile::tempdir().unwrap();
+        let catalog = crate::metadata::Catalog::init(dir.path()).unwrap();
+        let config = crate::config::Config::parse_from(["shardlog"]);
+        let none = std::collections::BTreeMap::new();
+        let broker = BrokerDefaults { config: &config, node: &none, cluster: &none };
+        let policy = offsets_policy(&catalog, &broker);
+        assert_eq!(
+            (policy.delete_retention_ms, policy.min_cleanable_dirty_ratio),
+            (86_400_000, 0.5)
+        );
+        let cluster: std::collections::BTreeMap<String, String> = [
+            ("log.cleaner.delete.retention.ms", "1000"),
+            ("log.cleaner.min.cleanable.ratio", "0.2"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let broker = BrokerDefaults { config: &config, node: &none, cluster: &cluster };
+        let policy = offsets_policy(&catalog, &broker);
+        assert_eq!((policy.delete_retention_ms, policy.min_cleanable_dirty_ratio), (1000, 0.2));
+    }
 
     /// One batch of `n` records with the distinct keys `<prefix>0..`.
     fn keys(prefix: &str, n: usize) -> Bytes {
