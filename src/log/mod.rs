@@ -202,7 +202,8 @@ struct State {
     planned_base: i64,
     pending: VecDeque<Pending>,
     producers: ProducerState,
-    /// Broker time (ms) of the first append to the segment the next batch goes to.
+    /// Broker time (ms) of the first append to the segment the next batch goes to; for
+    /// the active segment found at open, its first batch's max timestamp.
     planned_first_append: Option<i64>,
 }
 
@@ -282,6 +283,15 @@ impl PartitionLog {
             }
             log_start = log_start.max(checkpoint.min(leo));
         }
+        // The active segment's age for `segment.ms` counts from its first batch, also
+        // across a restart (Kafka's `LogSegment.rollingBasedTimestamp`, loaded from the
+        // file): without it the first append after a restart never rolls an old
+        // segment. Logs that never roll by age (the offsets logs) skip the read.
+        let first_append = if config.segment_ms == i64::MAX {
+            None
+        } else {
+            active.first_batch_timestamp().await.ok().flatten().filter(|ts| *ts >= 0)
+        };
         let cache = match &config.shard_cache {
             Some(c) => c.clone(),
             None => ShardCache::shared(config.cache_bytes, usize::MAX),
@@ -299,7 +309,7 @@ impl PartitionLog {
                 planned_base: active.base_offset,
                 pending: VecDeque::new(),
                 producers: rec.producers,
-                planned_first_append: None,
+                planned_first_append: first_append,
             }),
             log_start: Cell::new(log_start),
             segments: RefCell::new(rec.segments),

@@ -130,6 +130,28 @@ fn an_append_to_a_segment_older_than_segment_ms_rolls_it() {
     });
 }
 
+/// After a restart the active segment's age counts from its first batch's timestamp
+/// (found in the file), as Kafka's `rollingBasedTimestamp`: the first append rolls an
+/// old segment. Before, the age counted from that first append after the restart.
+#[test]
+fn after_a_restart_the_first_append_rolls_an_old_active_segment() {
+    run(|dir| async move {
+        let mut c = cfg();
+        c.segment_ms = 1_000;
+        let log = PartitionLog::open(dir.clone(), c.clone()).await.unwrap();
+        log.append(batch(1, 10, 10_000), 10_000).await.unwrap();
+        log.append(batch(1, 10, 10_500), 10_500).await.unwrap();
+        log.close().await.unwrap();
+        drop(log);
+        let log = PartitionLog::open(dir.clone(), c).await.unwrap();
+        log.append(batch(1, 10, 11_000), 11_000).await.unwrap(); // exactly 1,000 ms: no roll
+        log.append(batch(1, 10, 11_001), 11_001).await.unwrap();
+        let bases: Vec<i64> = log.segments.borrow().iter().map(|s| s.base_offset).collect();
+        assert_eq!(bases, vec![0, 3]);
+        log.close().await.unwrap();
+    });
+}
+
 #[test]
 fn the_largest_timestamp_leaves_with_its_segment() {
     run(|dir| async move {
