@@ -470,41 +470,23 @@ mod tests {
 
     #[test]
     fn a_compacted_topic_refuses_records_without_a_key() {
-        use kafka_protocol::records::{
-            Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-        };
+        use kafka_protocol::records::Compression;
         let compacted = Limits { compacted: true, ..LIMITS };
         // build_batch writes null keys.
         let (code, msg) = error(one(3, 10), compacted);
         assert_eq!(code, ResponseError::InvalidRecord);
         assert!(msg.contains("without key"), "{msg}");
         assert!(validate(&Bytes::from(one(3, 10)), 9, LIMITS, now_ms()).is_ok());
-        let keyed = |key: Option<&'static [u8]>, offset| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: 0,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset,
-            // One batch: kafka-protocol splits where offset - sequence changes.
-            sequence: offset as i32 - 1,
-            timestamp: now_ms(),
-            key: key.map(Bytes::from_static),
-            value: Some(Bytes::from_static(b"v")),
-            headers: Default::default(),
+        let keyed = |key: Option<&'static [u8]>| {
+            (key.map(Bytes::from_static), Some(Bytes::from_static(b"v")), now_ms())
         };
-        let encode = |records: Vec<Record>| {
-            let mut buf = bytes::BytesMut::new();
-            let opts = RecordEncodeOptions { version: 2, compression: Compression::Lz4 };
-            RecordBatchEncoder::encode(&mut buf, records.iter(), &opts).unwrap();
-            buf.freeze()
+        let encode = |records: Vec<_>| {
+            crate::protocol::records::encode_plain_batch(records, Compression::Lz4).unwrap()
         };
-        let good = encode(vec![keyed(Some(b"a"), 0), keyed(Some(b"b"), 1)]);
+        let good = encode(vec![keyed(Some(b"a")), keyed(Some(b"b"))]);
         assert_eq!(validate(&good, 9, compacted, now_ms()).unwrap().len(), 1);
         // One keyless record among keyed ones, inside a compressed batch.
-        let bad = encode(vec![keyed(Some(b"a"), 0), keyed(None, 1)]);
+        let bad = encode(vec![keyed(Some(b"a")), keyed(None)]);
         let (code, msg) = validate(&bad, 9, compacted, now_ms()).unwrap_err();
         assert_eq!(code, ResponseError::InvalidRecord);
         assert!(msg.contains("offset delta 1"), "{msg}");

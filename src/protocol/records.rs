@@ -27,6 +27,43 @@ use super::batch::{
     RECORD_BATCH_OVERHEAD,
 };
 
+/// One record batch (magic 2) of `records`, each `(key, value, timestamp)` (None =
+/// null; timestamps in ms, CreateTime), with no producer (id -1, epoch -1, base
+/// sequence -1) and offsets 0..n, in `compression`. kafka-protocol's encoder starts a
+/// new batch wherever offset - sequence changes; the sequences given here keep every
+/// record in the one batch, as a log append of one batch needs. Errors: `Codec` when
+/// compressing fails.
+pub fn encode_plain_batch(
+    records: impl IntoIterator<Item = (Option<Bytes>, Option<Bytes>, i64)>,
+    compression: kafka_protocol::records::Compression,
+) -> Result<Bytes, RecordsError> {
+    use kafka_protocol::records::{Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
+    let records: Vec<Record> = records
+        .into_iter()
+        .enumerate()
+        .map(|(i, (key, value, timestamp))| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: 0,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            sequence: i as i32 - 1,
+            timestamp,
+            key,
+            value,
+            headers: Default::default(),
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    let options = RecordEncodeOptions { version: 2, compression };
+    RecordBatchEncoder::encode(&mut buf, &records, &options)
+        .map_err(|e| RecordsError::Codec(e.to_string()))?;
+    Ok(buf.freeze())
+}
+
 /// Why a batch's records could not be read or rebuilt.
 #[derive(Debug)]
 pub enum RecordsError {

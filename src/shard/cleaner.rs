@@ -195,9 +195,7 @@ mod tests {
     use std::rc::Rc;
 
     use bytes::Bytes;
-    use kafka_protocol::records::{
-        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-    };
+    use kafka_protocol::records::Compression;
 
     use super::*;
     use crate::config::FlushPolicy;
@@ -233,27 +231,11 @@ mod tests {
 
     /// One batch of `n` records with the distinct keys `<prefix>0..`.
     fn keys(prefix: &str, n: usize) -> Bytes {
-        let records: Vec<Record> = (0..n)
-            .map(|i| Record {
-                transactional: false,
-                control: false,
-                delete_horizon: false,
-                partition_leader_epoch: 0,
-                producer_id: -1,
-                producer_epoch: -1,
-                timestamp_type: TimestampType::Creation,
-                offset: i as i64,
-                sequence: i as i32 - 1,
-                timestamp: 1_000 + i as i64,
-                key: Some(Bytes::from(format!("{prefix}{i}"))),
-                value: Some(Bytes::from(vec![b'v'; 100])),
-                headers: Default::default(),
-            })
-            .collect();
-        let mut buf = bytes::BytesMut::new();
-        let opts = RecordEncodeOptions { version: 2, compression: Compression::None };
-        RecordBatchEncoder::encode(&mut buf, records.iter(), &opts).unwrap();
-        buf.freeze()
+        let records = (0..n).map(|i| {
+            let key = Bytes::from(format!("{prefix}{i}"));
+            (Some(key), Some(Bytes::from(vec![b'v'; 100])), 1_000 + i as i64)
+        });
+        crate::protocol::records::encode_plain_batch(records, Compression::None).unwrap()
     }
 
     async fn open(dir: std::path::PathBuf) -> Rc<PartitionLog> {

@@ -19,14 +19,12 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures_channel::oneshot;
 use futures_lite::future;
 use glommio::sync::Semaphore;
 use kafka_protocol::messages::{RequestKind, ResponseKind};
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use kafka_protocol::records::{Compression, RecordBatchDecoder};
 
 use super::append_barrier::AppendBarrier;
 use super::state::REOPEN_BACKOFF;
@@ -577,34 +575,13 @@ fn log_config(config: &Config) -> LogConfig {
 /// values for tombstones).
 fn encode_record(record: &GroupRecord) -> Bytes {
     let now = now_ms();
-    let records: Vec<Record> = record
+    let records = record
         .encode_records()
         .into_iter()
-        .enumerate()
-        .map(|(i, (key, value))| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: 0,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            // kafka-protocol starts a new batch where offset - sequence changes: keep it
-            // constant so the records share one batch, whose base sequence is -1.
-            sequence: i as i32 - 1,
-            timestamp: now,
-            key: Some(Bytes::from(key)),
-            value: value.map(Bytes::from),
-            headers: Default::default(),
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    let options = RecordEncodeOptions { version: 2, compression: Compression::None };
+        .map(|(key, value)| (Some(Bytes::from(key)), value.map(Bytes::from), now));
     // Encoding an uncompressed v2 batch into memory cannot fail.
-    RecordBatchEncoder::encode(&mut buf, &records, &options)
-        .expect("encoding an in-memory record batch");
-    buf.freeze()
+    crate::protocol::records::encode_plain_batch(records, Compression::None)
+        .expect("encoding an in-memory record batch")
 }
 
 /// Replays one offsets partition into the coordinator; returns the record count.
@@ -656,6 +633,9 @@ async fn replay(
 
 #[cfg(test)]
 mod tests {
+    use bytes::BytesMut;
+    use kafka_protocol::records::{Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
+
     use super::*;
 
     /// The error codes of an OffsetCommit of `g`'s t/0 at `offset` (a standalone
