@@ -24,11 +24,15 @@ pub fn code(error: Option<ResponseError>) -> i16 {
 }
 
 impl From<&AppendError> for ResponseError {
-    /// OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH or KAFKA_STORAGE_ERROR.
+    /// OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE,
+    /// TRANSACTION_COORDINATOR_FENCED, INVALID_RECORD or KAFKA_STORAGE_ERROR.
     fn from(e: &AppendError) -> Self {
         match e {
             AppendError::OutOfOrderSequence => ResponseError::OutOfOrderSequenceNumber,
             AppendError::InvalidProducerEpoch => ResponseError::InvalidProducerEpoch,
+            AppendError::InvalidTxnState => ResponseError::InvalidTxnState,
+            AppendError::CoordinatorFenced => ResponseError::TransactionCoordinatorFenced,
+            AppendError::InvalidMarker(_) => ResponseError::InvalidRecord,
             AppendError::Io(_) => ResponseError::KafkaStorageError,
         }
     }

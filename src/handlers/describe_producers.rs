@@ -76,8 +76,8 @@ fn partition_response(partition: i32, answer: KafkaResult<Vec<ActiveProducer>>) 
                         .with_producer_epoch(p.producer_epoch as i32)
                         .with_last_sequence(p.last_sequence)
                         .with_last_timestamp(p.last_timestamp)
-                        .with_coordinator_epoch(-1)
-                        .with_current_txn_start_offset(-1)
+                        .with_coordinator_epoch(p.coordinator_epoch)
+                        .with_current_txn_start_offset(p.current_txn_start_offset)
                 })
                 .collect(),
         ),

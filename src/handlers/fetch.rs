@@ -12,8 +12,10 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_channel::oneshot;
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
+use kafka_protocol::messages::fetch_response::{
+    AbortedTransaction, FetchableTopicResponse, PartitionData,
+};
+use kafka_protocol::messages::{FetchRequest, FetchResponse, ProducerId, TopicName};
 
 use super::{Ctx, Outcome, Versions};
 use crate::error::{self, ResponseError};
@@ -30,6 +32,8 @@ struct Wanted {
     partition: i32,
     offset: i64,
     max_bytes: usize,
+    /// Isolation level 1 (KIP-98): read up to the last stable offset.
+    read_committed: bool,
     /// (topic name, owning shard), or the error to answer with.
     target: Result<(TopicName, usize), ResponseError>,
 }
@@ -69,6 +73,7 @@ pub async fn handle(ctx: &Ctx, request: FetchRequest) -> Outcome<FetchResponse> 
                 partition: p.partition,
                 offset: p.fetch_offset,
                 max_bytes: p.partition_max_bytes.max(0) as usize,
+                read_committed: request.isolation_level == 1,
                 target,
             });
         }
@@ -133,8 +138,10 @@ pub async fn handle(ctx: &Ctx, request: FetchRequest) -> Outcome<FetchResponse> 
 /// True when `read` returned batches but ended below its high watermark: more data is
 /// stored past what it returned.
 fn stopped_below_high_watermark(read: &PartitionRead) -> bool {
+    // A read_committed read (it lists aborted transactions) ends at the stable offset.
+    let end = if read.aborted.is_some() { read.last_stable_offset } else { read.high_watermark };
     let last = BatchIter::new(&read.records).map_while(|b| b.ok()).last();
-    last.is_some_and(|(_, h)| h.last_offset() + 1 < read.high_watermark)
+    last.is_some_and(|(_, h)| h.last_offset() + 1 < end)
 }
 
 /// Reads every partition on its owner, all in parallel.
@@ -149,6 +156,7 @@ async fn read_all(shard: &std::rc::Rc<Shard>, wanted: &[Wanted]) -> Vec<Partitio
                     partition: w.partition,
                     offset: w.offset,
                     max_bytes: w.max_bytes,
+                    read_committed: w.read_committed,
                     reply: tx,
                 };
                 shard.send(*owner, req).await;
@@ -223,7 +231,16 @@ fn build(
             .with_partition_index(w.partition)
             .with_error_code(error::code(read.error))
             .with_high_watermark(read.high_watermark)
-            .with_last_stable_offset(read.high_watermark)
+            .with_last_stable_offset(read.last_stable_offset)
+            .with_aborted_transactions(read.aborted.map(|list| {
+                list.iter()
+                    .map(|t| {
+                        AbortedTransaction::default()
+                            .with_producer_id(ProducerId(t.producer_id))
+                            .with_first_offset(t.first_offset)
+                    })
+                    .collect()
+            }))
             .with_records(Some(records));
         if v >= 5 {
             p.log_start_offset = read.log_start_offset;

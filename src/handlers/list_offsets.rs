@@ -1,6 +1,8 @@
 //! ListOffsets (key 2): earliest (-2), latest (-1), max timestamp (-3, KIP-734),
 //! earliest-local (-4, KIP-1005) and lookups by timestamp through the time index,
-//! each answered by the partition's owner.
+//! each answered by the partition's owner. With isolation level 1 (read_committed,
+//! KIP-98) latest is the last stable offset and a lookup never answers an offset at or
+//! past it, as Kafka's `fetchOffsetForTimestamp`.
 
 use futures_channel::oneshot;
 use kafka_protocol::messages::list_offsets_response::{
@@ -46,6 +48,7 @@ pub async fn handle(ctx: &Ctx, request: ListOffsetsRequest) -> Outcome<ListOffse
                             topic: topic_name(t.name.as_str()),
                             partition: p.partition_index,
                             timestamp: p.timestamp,
+                            read_committed: request.isolation_level == 1,
                             reply: tx,
                         };
                         ctx.shard.send(owner, req).await;

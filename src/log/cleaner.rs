@@ -876,12 +876,15 @@ fn swap_path(dir: &Path, base: i64, end: i64) -> std::path::PathBuf {
     dir.join(format!("{base:020}.{end:020}.swap"))
 }
 
-/// Removes the index files of the segments based at `bases`, and their `.log` files
-/// except the one based at `keep`.
+/// Removes the index files of the segments based at `bases` (but the aborted
+/// transaction index of `keep`), and their `.log` files except the one based at `keep`.
 fn remove_segment_files(dir: &Path, bases: &[i64], keep: Option<i64>) -> io::Result<()> {
     for &b in bases {
         for ext in ["index", "timeindex"] {
             remove_if_exists(&segment_path(dir, b, ext))?;
+        }
+        if Some(b) != keep {
+            remove_if_exists(&segment_path(dir, b, super::txn_index::EXT))?;
         }
     }
     for &b in bases.iter().filter(|&&b| Some(b) != keep) {
@@ -902,6 +905,10 @@ fn remove_if_exists(path: &Path) -> io::Result<()> {
 /// renamed over `<base>.log` and the directory fsync'ed. Also what recovery does with a
 /// swap file a crash left (see [`complete_swaps`]).
 fn finish_swap(dir: &Path, swap: &Path, base: i64, bases: &[i64]) -> io::Result<()> {
+    // The sources' aborted transactions go to the new segment's index first: a crash
+    // after this leaves them in both, which the next merge (and the log) dedupes.
+    let aborted = super::txn_index::merge_files(dir, bases)?;
+    super::txn_index::rewrite(dir, base, &aborted)?;
     remove_segment_files(dir, bases, Some(base))?;
     std::fs::rename(swap, segment_path(dir, base, "log"))?;
     std::fs::File::open(dir)?.sync_all()

@@ -16,8 +16,18 @@
 //! ## Files (see `ARCHITECTURE.md`, "Storage layout")
 //! `<dir>/<base offset:020>.log` (batches verbatim), `.index` (relative offset u32 ->
 //! position u32), `.timeindex` (max timestamp i64 -> relative offset u32),
-//! `producer.snapshot` (idempotent producer state, written at roll and close), and
-//! `log-start-offset` (the start DeleteRecords set, see [`start_offset`]).
+//! `.txnindex` (the aborted transactions whose marker is in the segment, see
+//! [`txn_index`]), `producer.snapshot` (idempotent and transactional producer state,
+//! written at roll and close), and `log-start-offset` (the start DeleteRecords set, see
+//! [`start_offset`]).
+//!
+//! ## Transactions (KIP-98)
+//! A transactional batch starts its producer's transaction on the partition; a control
+//! batch (COMMIT or ABORT marker, [`crate::protocol::control`]) ends it. The **last
+//! stable offset** ([`PartitionLog::last_stable_offset`]) is the first offset of the
+//! earliest transaction not yet complete (ongoing, or its marker not yet written), or
+//! the high watermark: read_committed fetches ([`PartitionLog::read_committed`]) stop
+//! there and list the aborted transactions overlapping what they return.
 
 pub mod arena;
 pub mod cache;
@@ -29,6 +39,7 @@ pub mod retention;
 pub mod retire;
 pub mod segment;
 pub mod start_offset;
+pub mod txn_index;
 pub mod watch;
 pub mod zero_fill;
 
@@ -57,9 +68,11 @@ use crate::config::FlushPolicy;
 use crate::metadata::PARTITION_LEADER_EPOCH;
 use crate::metrics::Timed;
 use crate::protocol::batch::{self, RecordBatchHeader};
+use crate::protocol::control;
 use cache::{CachedBatch, PartitionId, ShardCache, SharedCache};
 use producer_state::{ProducerState, SeqCheck};
 use segment::{write_atomic, Segment};
+use txn_index::{AbortedTxn, TxnIndex};
 use watch::{HwWatch, Notify};
 
 /// Largest single DMA write the writer task issues (more pending data -> several writes).
@@ -147,6 +160,13 @@ pub enum AppendError {
     OutOfOrderSequence,
     /// Producer epoch older than the one already seen (fenced).
     InvalidProducerEpoch,
+    /// A non-transactional batch from a producer whose transaction is ongoing on the
+    /// partition.
+    InvalidTxnState,
+    /// A transaction marker from an older coordinator epoch than the last one's.
+    CoordinatorFenced,
+    /// A control batch whose marker does not decode (what is wrong).
+    InvalidMarker(String),
     /// The write failed, or the log is closed / failed.
     Io(io::Error),
 }
@@ -156,6 +176,11 @@ impl std::fmt::Display for AppendError {
         match self {
             AppendError::OutOfOrderSequence => write!(f, "out of order sequence number"),
             AppendError::InvalidProducerEpoch => write!(f, "invalid producer epoch"),
+            AppendError::InvalidTxnState => {
+                write!(f, "non-transactional batch while the producer's transaction is ongoing")
+            }
+            AppendError::CoordinatorFenced => write!(f, "marker from an older coordinator epoch"),
+            AppendError::InvalidMarker(m) => write!(f, "invalid transaction marker: {m}"),
             AppendError::Io(e) => write!(f, "storage error: {e}"),
         }
     }
@@ -190,6 +215,9 @@ struct Pending {
     header: RecordBatchHeader,
     /// Start a new segment (based at this batch) before writing it.
     roll: bool,
+    /// The transaction an ABORT marker batch ends, for the segment's aborted-transaction
+    /// index file.
+    aborted: Option<AbortedTxn>,
 }
 
 /// State changed synchronously by `append` (never borrowed across an await).
@@ -222,6 +250,8 @@ pub struct PartitionLog {
     log_start: Cell<i64>,
     /// (max timestamp, last offset of its batch) over the written log.
     max_ts: Cell<Option<(i64, i64)>>,
+    /// The aborted transactions (an entry is added when its ABORT marker is appended).
+    aborted: RefCell<TxnIndex>,
     closed: Cell<bool>,
     /// Serializes the log start checkpoint writes of DeleteRecords.
     checkpointing: glommio::sync::Semaphore,
@@ -314,6 +344,7 @@ impl PartitionLog {
             log_start: Cell::new(log_start),
             segments: RefCell::new(rec.segments),
             max_ts: Cell::new(rec.max_ts),
+            aborted: RefCell::new(rec.aborted),
             closed: Cell::new(false),
             failed: RefCell::new(None),
             writer_exit: RefCell::new(Some(writer_exit)),
@@ -398,11 +429,18 @@ impl PartitionLog {
         let h = RecordBatchHeader::parse(&batch).map_err(|e| {
             AppendError::Io(io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
         })?;
+        let marker = if h.is_control() {
+            control::read_marker(&batch).map_err(|e| AppendError::InvalidMarker(e.to_string()))?
+        } else {
+            None
+        };
         let info = {
             let mut st = self.state.borrow_mut();
-            match st.producers.check(&h) {
+            match st.producers.check(&h, marker.as_ref()) {
                 SeqCheck::Fenced => return Err(AppendError::InvalidProducerEpoch),
                 SeqCheck::OutOfOrder => return Err(AppendError::OutOfOrderSequence),
+                SeqCheck::InvalidTxnState => return Err(AppendError::InvalidTxnState),
+                SeqCheck::CoordinatorFenced => return Err(AppendError::CoordinatorFenced),
                 SeqCheck::Duplicate(m) => AppendInfo {
                     base_offset: m.base_offset,
                     last_offset: m.last_offset,
@@ -430,7 +468,21 @@ impl PartitionLog {
                         hdr.max_timestamp = lat;
                         hdr.attributes |= batch::ATTR_LOG_APPEND_TIME;
                     }
-                    st.producers.record(&hdr);
+                    let completed = st.producers.record(&hdr, marker.as_ref());
+                    let mut aborted = None;
+                    if let Some(txn) = completed {
+                        if txn.aborted {
+                            let t = AbortedTxn {
+                                producer_id: txn.producer_id,
+                                first_offset: txn.first_offset,
+                                last_offset: txn.last_offset,
+                                last_stable_offset: st.producers.last_stable_offset_after(&txn),
+                            };
+                            self.aborted.borrow_mut().insert(t);
+                            aborted = Some(t);
+                        }
+                        st.producers.completed_unwritten(txn);
+                    }
                     let aged = st
                         .planned_first_append
                         .is_some_and(|t| now_ms.saturating_sub(t) > live.segment_ms);
@@ -455,7 +507,7 @@ impl PartitionLog {
                             alloc,
                         },
                     );
-                    st.pending.push_back(Pending { data, header: hdr, roll });
+                    st.pending.push_back(Pending { data, header: hdr, roll, aborted });
                     self.writer_wake.notify();
                     AppendInfo {
                         base_offset: base,
@@ -488,17 +540,56 @@ impl PartitionLog {
         if offset < self.log_start.get() {
             return Err(ReadError::OffsetOutOfRange);
         }
-        self.read_any(offset, max_bytes).await
+        self.read_any(offset, max_bytes, i64::MAX).await
     }
 
-    /// [`PartitionLog::read`] without the log start check: what is still stored below
-    /// the start (the rest of a batch or segment DeleteRecords cut into) is returned.
-    async fn read_any(&self, offset: i64, max_bytes: usize) -> Result<Bytes, ReadError> {
+    /// [`PartitionLog::read`] for a read_committed consumer (KIP-98): the batches stop
+    /// at the last stable offset (exclusive), and come with the aborted transactions
+    /// that overlap `[offset, last stable offset)` (Kafka's `FetchDataInfo.
+    /// abortedTransactions`; possibly more than the batches returned need, never fewer),
+    /// in marker order. Empty when `offset` is at or past the last stable offset (but
+    /// not past the high watermark). Errors as [`PartitionLog::read`].
+    pub async fn read_committed(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+    ) -> Result<(Bytes, Vec<AbortedTxn>), ReadError> {
+        if offset < self.log_start.get() {
+            return Err(ReadError::OffsetOutOfRange);
+        }
+        let lso = self.last_stable_offset();
+        let records = self.read_any(offset, max_bytes, lso).await?;
+        if records.is_empty() || self.aborted.borrow().is_empty() {
+            return Ok((records, Vec::new()));
+        }
+        Ok((records, self.aborted.borrow().collect(offset, lso)))
+    }
+
+    /// Exclusive: the first offset a read_committed consumer may not read yet: the
+    /// first offset of the earliest transaction not complete (ongoing, or its marker
+    /// not yet written), or the high watermark when that is lower (KIP-98, Kafka's
+    /// `UnifiedLog.lastStableOffset`).
+    pub fn last_stable_offset(&self) -> i64 {
+        let hw = self.watch.get();
+        let first_unstable = self.state.borrow().producers.first_unstable_offset();
+        first_unstable.map_or(hw, |o| o.min(hw))
+    }
+
+    /// [`PartitionLog::read`] without the log start check (what is still stored below
+    /// the start, the rest of a batch or segment DeleteRecords cut into, is returned)
+    /// and with batches stopping before `limit` too (an offset at a batch boundary).
+    async fn read_any(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        limit: i64,
+    ) -> Result<Bytes, ReadError> {
         let hw = self.watch.get();
         if offset > hw {
             return Err(ReadError::OffsetOutOfRange);
         }
-        if offset == hw {
+        let hw = hw.min(limit);
+        if offset >= hw {
             return Ok(Bytes::new());
         }
         let cached = self.cache.borrow_mut().read(self.cache_id, offset, max_bytes, hw);
@@ -620,7 +711,7 @@ impl PartitionLog {
 
     /// `(offset, timestamp)` of every record of the batch holding `offset`.
     async fn batch_records(&self, offset: i64) -> io::Result<Vec<(i64, i64)>> {
-        let bytes = self.read_any(offset, 1).await.map_err(|e| match e {
+        let bytes = self.read_any(offset, 1, i64::MAX).await.map_err(|e| match e {
             ReadError::Io(e) => e,
             ReadError::OffsetOutOfRange => {
                 io::Error::other(format!("offset {offset} out of range"))
@@ -777,13 +868,20 @@ impl PartitionLog {
             } else {
                 self.dirty.set(true);
             }
+            let aborted: Vec<AbortedTxn> = group.iter().filter_map(|p| p.aborted).collect();
+            if !aborted.is_empty() {
+                let sync = self.config.flush == FlushPolicy::Always;
+                txn_index::append(&self.dir, seg.base_offset, &aborted, sync)?;
+            }
             for p in &group {
                 let h = &p.header;
                 if self.max_ts.get().is_none_or(|(t, _)| h.max_timestamp > t) {
                     self.max_ts.set(Some((h.max_timestamp, h.last_offset())));
                 }
             }
-            self.watch.advance(group.last().unwrap().header.next_offset());
+            let hw = group.last().unwrap().header.next_offset();
+            self.state.borrow_mut().producers.on_high_watermark(hw);
+            self.watch.advance(hw);
         }
     }
 

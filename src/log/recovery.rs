@@ -2,8 +2,9 @@
 //! [`super::PartitionLog::open`]): lists segments, trusts inactive segments whose index
 //! files are valid (otherwise rescans them, truncating a torn tail and rebuilding the
 //! indexes), scans the whole active segment verifying length and CRC of every batch,
-//! truncates a torn or corrupt tail, and rebuilds the idempotent producer state from the
-//! last snapshot plus the batches after it.
+//! truncates a torn or corrupt tail, rebuilds the producer state from the last snapshot
+//! plus the batches after it, and loads the aborted-transaction index files, adding the
+//! entries of ABORT markers after the snapshot that a crash kept out of them.
 
 use std::io;
 use std::path::Path;
@@ -11,7 +12,9 @@ use std::rc::Rc;
 
 use super::producer_state::ProducerState;
 use super::segment::Segment;
+use super::txn_index::{self, AbortedTxn, TxnIndex};
 use crate::protocol::batch::{RecordBatchHeader, ScanStop};
+use crate::protocol::control;
 
 /// File holding the producer-state snapshot (see [`ProducerState::encode_snapshot`]).
 pub const SNAPSHOT_FILE: &str = "producer.snapshot";
@@ -20,8 +23,10 @@ pub const SNAPSHOT_FILE: &str = "producer.snapshot";
 pub struct Recovered {
     /// Segments in offset order; the last one is active (never empty).
     pub segments: Vec<Rc<Segment>>,
-    /// Rebuilt idempotent producer state.
+    /// Rebuilt idempotent and transactional producer state.
     pub producers: ProducerState,
+    /// Every aborted transaction whose marker is in the log.
+    pub aborted: TxnIndex,
     /// (max timestamp, last offset of its batch) over the whole log.
     pub max_ts: Option<(i64, i64)>,
 }
@@ -87,7 +92,7 @@ async fn scan_and_repair(seg: &Segment, interval: u64) -> io::Result<u64> {
     seg.next_offset.set(seg.base_offset);
     let file_end = seg.size.get();
     let (valid, stop) = seg
-        .scan(0, file_end, |pos, h| {
+        .scan(0, file_end, |pos, h, _| {
             check_offsets(seg.base_offset, seg.next_offset.get(), h)?;
             seg.note_batch(pos, h, interval);
             Ok(())
@@ -134,7 +139,12 @@ pub async fn recover(dir: &Path, interval: u64) -> io::Result<Recovered> {
     let mut segments: Vec<Rc<Segment>> = Vec::with_capacity(bases.len().max(1));
     if bases.is_empty() {
         segments.push(Rc::new(Segment::create(dir, 0).await?));
-        return Ok(Recovered { segments, producers: ProducerState::default(), max_ts: None });
+        return Ok(Recovered {
+            segments,
+            producers: ProducerState::default(),
+            aborted: TxnIndex::default(),
+            max_ts: None,
+        });
     }
     for (i, &base) in bases.iter().enumerate() {
         let seg = Segment::open(dir, base).await?;
@@ -178,14 +188,55 @@ pub async fn recover(dir: &Path, interval: u64) -> io::Result<Recovered> {
         Some((s, at)) if at >= segments[0].base_offset && at <= leo => (s, at),
         _ => (ProducerState::default(), active.base_offset),
     };
+    let mut aborted = TxnIndex::default();
+    let mut files: Vec<Vec<AbortedTxn>> = Vec::with_capacity(segments.len());
+    for seg in &segments {
+        let (entries, whole) = txn_index::load(dir, seg.base_offset)?;
+        if !whole {
+            tracing::warn!(partition = %super::log_name(dir), segment = seg.base_offset, entries = entries.len(), "aborted transaction index damaged; keeping its whole entries");
+        }
+        for t in &entries {
+            aborted.insert(*t);
+        }
+        files.push(entries);
+    }
     for seg in segments.iter().filter(|s| s.next_offset.get() > from) {
-        seg.scan(0, seg.size.get(), |_, h| {
-            if h.base_offset >= from {
-                producers.record(h);
+        seg.scan(0, seg.size.get(), |pos, h, bytes| {
+            if h.base_offset < from {
+                return Ok(());
+            }
+            let marker = if h.is_control() {
+                control::read_marker(bytes).unwrap_or_else(|e| {
+                    tracing::warn!(partition = %super::log_name(dir), offset = h.base_offset, position = pos, error = %e, "ignoring a control batch whose marker does not decode");
+                    None
+                })
+            } else {
+                None
+            };
+            if let Some(txn) = producers.record(h, marker.as_ref()) {
+                if txn.aborted {
+                    aborted.insert(AbortedTxn {
+                        producer_id: txn.producer_id,
+                        first_offset: txn.first_offset,
+                        last_offset: txn.last_offset,
+                        last_stable_offset: producers.last_stable_offset_after(&txn),
+                    });
+                }
             }
             Ok(())
         })
         .await?;
     }
-    Ok(Recovered { segments, producers, max_ts })
+    // Entries past the end of the log (its tail was cut) go; a segment whose file
+    // differs from what the log holds (an entry a crash kept out, or one past the end)
+    // is rewritten, so that the next start finds it even after the snapshot moves on.
+    aborted.remove_from(leo);
+    for (i, seg) in segments.iter().enumerate() {
+        let end = segments.get(i + 1).map_or(i64::MAX, |s| s.base_offset);
+        let want = aborted.in_range(seg.base_offset, end);
+        if want != files[i] {
+            txn_index::rewrite(dir, seg.base_offset, &want)?;
+        }
+    }
+    Ok(Recovered { segments, producers, aborted, max_ts })
 }

@@ -143,6 +143,7 @@ impl PartitionLog {
                 doomed
             };
         self.cache.borrow_mut().evict_below(self.cache_id, self.log_start.get());
+        self.aborted.borrow_mut().remove_below(self.log_start.get());
         deleted.log_start_offset = self.log_start.get();
         let mut first_error = None;
         for seg in &doomed {
@@ -154,7 +155,7 @@ impl PartitionLog {
         let bases: Vec<i64> = doomed.iter().map(|s| s.base_offset).collect();
         super::retire::retire(doomed);
         for base in bases {
-            for ext in ["log", "index", "timeindex"] {
+            for ext in ["log", "index", "timeindex", super::txn_index::EXT] {
                 match std::fs::remove_file(segment_path(&self.dir, base, ext)) {
                     Err(e) if e.kind() != io::ErrorKind::NotFound => {
                         first_error.get_or_insert(e);

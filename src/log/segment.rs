@@ -408,7 +408,8 @@ impl Segment {
     /// Recovery scan of the file bytes `[from, file_end)`: reads them in DMA reads of
     /// `SCAN_CHUNK` bytes (longer when one batch is longer) and runs the pure
     /// [`BatchScan`] over each read, which checks every batch's header, length and CRC32C.
-    /// Calls `f(position in the file, header)` for each valid batch, in order. Returns the
+    /// Calls `f(position in the file, header, the batch's bytes)` for each valid batch, in
+    /// order. Returns the
     /// end of the last valid batch (a file position) and why the scan stopped there:
     /// [`ScanStop::End`] when it reached `file_end`, else a torn tail, zero padding or a
     /// corrupt batch (never `NeedMore`). A read shorter than asked is taken as the end of
@@ -417,14 +418,15 @@ impl Segment {
         &self,
         from: u64,
         mut file_end: u64,
-        mut f: impl FnMut(u64, &RecordBatchHeader) -> Result<(), ScanStop>,
+        mut f: impl FnMut(u64, &RecordBatchHeader, &[u8]) -> Result<(), ScanStop>,
     ) -> io::Result<(u64, ScanStop)> {
         let mut pos = from;
         let mut want = SCAN_CHUNK;
         loop {
             let chunk = self.scan_chunk(pos, want, &mut file_end).await?;
             for (at, h) in &chunk.batches {
-                if let Err(stop) = f(pos + *at as u64, h) {
+                let bytes = &chunk.data[*at..*at + h.total_size()];
+                if let Err(stop) = f(pos + *at as u64, h, bytes) {
                     return Ok((pos + *at as u64, stop));
                 }
             }

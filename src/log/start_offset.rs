@@ -119,6 +119,7 @@ impl PartitionLog {
         // Retention may have moved it further meanwhile; it never moves back.
         self.log_start.set(self.log_start.get().max(target));
         self.cache.borrow_mut().evict_below(self.cache_id, target);
+        self.aborted.borrow_mut().remove_below(self.log_start.get());
         if let Err(e) = self.delete_segments_below_start().await {
             tracing::warn!(partition = %super::log_name(&self.dir), error = %e, "deleting segments below the log start offset failed");
         }

@@ -3,6 +3,7 @@
 //! imports glommio, so it can be unit-tested and fuzzed on its own.
 
 pub mod batch;
+pub mod control;
 pub mod frame;
 pub mod records;
 pub mod strings;

@@ -102,6 +102,8 @@ pub struct RecordView {
     pub key: Option<Range<usize>>,
     /// False for a tombstone (null value).
     pub has_value: bool,
+    /// The value's bytes; `None` for a null value (a tombstone).
+    pub value: Option<Range<usize>>,
     /// Where the timestamp delta ends in [`BatchRecords::data`] (the rest of the record
     /// follows it).
     pub after_timestamp: usize,
@@ -132,6 +134,11 @@ impl BatchRecords {
     /// The key bytes of `r` (`None`: null key).
     pub fn key(&self, r: &RecordView) -> Option<&[u8]> {
         r.key.as_ref().map(|k| &self.data[k.clone()])
+    }
+
+    /// The value bytes of `r` (`None`: null value).
+    pub fn value(&self, r: &RecordView) -> Option<&[u8]> {
+        r.value.as_ref().map(|v| &self.data[v.clone()])
     }
 }
 
@@ -218,6 +225,7 @@ pub fn decode_records(batch: &[u8]) -> Result<BatchRecords, RecordsError> {
             timestamp,
             key,
             has_value: value.is_some(),
+            value,
             after_timestamp,
             span: start..end,
         });

@@ -58,8 +58,13 @@ pub struct PartitionRead {
     pub high_watermark: i64,
     /// Inclusive: the first offset still in the log; -1 when unknown.
     pub log_start_offset: i64,
+    /// Exclusive: the last stable offset (KIP-98); -1 when unknown.
+    pub last_stable_offset: i64,
     /// Whole record batches, verbatim from the log (maybe empty).
     pub records: Bytes,
+    /// read_committed: the aborted transactions overlapping the read, in marker order;
+    /// None for read_uncommitted (the Fetch response's null array).
+    pub aborted: Option<Vec<crate::log::txn_index::AbortedTxn>>,
 }
 
 impl PartitionRead {
@@ -69,6 +74,7 @@ impl PartitionRead {
             error: Some(error),
             high_watermark: -1,
             log_start_offset: -1,
+            last_stable_offset: -1,
             ..Default::default()
         }
     }
@@ -125,6 +131,10 @@ pub struct ActiveProducer {
     pub last_sequence: i32,
     /// Max timestamp of its last batch, ms; -1 if unknown.
     pub last_timestamp: i64,
+    /// Coordinator epoch of its last transaction marker here; -1 if none.
+    pub coordinator_epoch: i32,
+    /// First offset of its ongoing transaction here; -1 if none.
+    pub current_txn_start_offset: i64,
 }
 
 /// A topic to create, as CreateTopics asked for it (already resolved to a count).
@@ -160,20 +170,29 @@ pub enum DataRequest {
         now_ms: i64,
         reply: Reply<Vec<KafkaResult<Appended>>>,
     },
-    /// Read whole batches from `offset` (inclusive), about `max_bytes` bytes.
+    /// Read whole batches from `offset` (inclusive), about `max_bytes` bytes; up to the
+    /// last stable offset, with the aborted transactions, when `read_committed`.
     Read {
         topic: TopicName,
         partition: i32,
         offset: i64,
         max_bytes: usize,
+        read_committed: bool,
         reply: Reply<PartitionRead>,
     },
     /// Resolve once any listed partition's high watermark passes its offset, or after
     /// `timeout_ms`.
     WaitForData { partitions: Vec<(TopicName, i32, i64)>, timeout_ms: u64, reply: Reply<()> },
     /// ListOffsets for one timestamp spec (-1 latest, -2 earliest, -3 max timestamp,
-    /// -4 earliest local, a timestamp >= 0 in ms; other values find nothing).
-    ListOffset { topic: TopicName, partition: i32, timestamp: i64, reply: Reply<ListedOffset> },
+    /// -4 earliest local, a timestamp >= 0 in ms; other values find nothing); latest is
+    /// the last stable offset and found offsets must be below it when `read_committed`.
+    ListOffset {
+        topic: TopicName,
+        partition: i32,
+        timestamp: i64,
+        read_committed: bool,
+        reply: Reply<ListedOffset>,
+    },
     /// The log start offset and log end offset of one partition (inclusive start,
     /// exclusive end), for OffsetForLeaderEpoch (`__consumer_offsets` partitions too). Errors: UNKNOWN_TOPIC_OR_PARTITION,
     /// NOT_LEADER_OR_FOLLOWER.

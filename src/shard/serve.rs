@@ -118,10 +118,11 @@ async fn execute_data(shard: &Rc<Shard>, request: DataRequest) {
                 let _ = reply.send(started.into_iter().map(first_done).collect());
             }
         }
-        DataRequest::Read { topic, partition, offset, max_bytes, reply } => {
+        DataRequest::Read { topic, partition, offset, max_bytes, read_committed, reply } => {
             let shard = shard.clone();
             spawn_detached(async move {
-                let _ = reply.send(read(&shard, &topic, partition, offset, max_bytes).await);
+                let read = read(&shard, &topic, partition, offset, max_bytes, read_committed);
+                let _ = reply.send(read.await);
             });
         }
         DataRequest::WaitForData { partitions, timeout_ms, reply } => {
@@ -150,10 +151,11 @@ async fn execute_data(shard: &Rc<Shard>, request: DataRequest) {
                 let _ = reply.send(());
             });
         }
-        DataRequest::ListOffset { topic, partition, timestamp, reply } => {
+        DataRequest::ListOffset { topic, partition, timestamp, read_committed, reply } => {
             let shard = shard.clone();
             spawn_detached(async move {
-                let _ = reply.send(list_offset(&shard, &topic, partition, timestamp).await);
+                let listed = list_offset(&shard, &topic, partition, timestamp, read_committed);
+                let _ = reply.send(listed.await);
             });
         }
         DataRequest::LogOffsets { topic, partition, reply } => {
@@ -187,6 +189,8 @@ async fn execute_data(shard: &Rc<Shard>, request: DataRequest) {
                             producer_epoch: e.epoch,
                             last_sequence: e.batches.back().map_or(-1, |b| b.last_seq),
                             last_timestamp: e.last_timestamp,
+                            coordinator_epoch: e.coordinator_epoch,
+                            current_txn_start_offset: e.current_txn_first_offset.unwrap_or(-1),
                         })
                         .collect()),
                     None => Err(not_here(&shard, &topic, partition)),
@@ -344,24 +348,32 @@ async fn read(
     partition: i32,
     offset: i64,
     max_bytes: usize,
+    read_committed: bool,
 ) -> PartitionRead {
     let Some(log) = shard.readable_log(topic, partition).await else {
         return PartitionRead::failed(not_here(shard, topic, partition));
     };
-    let (error, records) = match log.read(offset, max_bytes).await {
-        Ok(records) => (None, records),
+    let read = if read_committed {
+        log.read_committed(offset, max_bytes).await.map(|(r, a)| (r, Some(a)))
+    } else {
+        log.read(offset, max_bytes).await.map(|r| (r, None))
+    };
+    let (error, records, aborted) = match read {
+        Ok((records, aborted)) => (None, records, aborted),
         Err(e) => {
             if let ReadError::Io(io) = &e {
                 tracing::error!(%topic, partition, error = %io, "read failed");
             }
-            (Some(ResponseError::from(&e)), bytes::Bytes::new())
+            (Some(ResponseError::from(&e)), bytes::Bytes::new(), None)
         }
     };
     PartitionRead {
         error,
         high_watermark: log.high_watermark(),
         log_start_offset: log.log_start_offset(),
+        last_stable_offset: log.last_stable_offset(),
         records,
+        aborted,
     }
 }
 
@@ -370,17 +382,23 @@ async fn list_offset(
     topic: &str,
     partition: i32,
     timestamp: i64,
+    read_committed: bool,
 ) -> ListedOffset {
     let Some(log) = shard.readable_log(topic, partition).await else {
         return ListedOffset::none(Some(not_here(shard, topic, partition)));
     };
+    // What a consumer of this isolation level may read (Kafka's `lastFetchableOffset`):
+    // a record found by timestamp at or past it is not answered.
+    let fetchable = if read_committed { log.last_stable_offset() } else { log.high_watermark() };
     let at = |offset: i64| ListedOffset { error: None, offset, timestamp: -1 };
     let found = |o: Option<(i64, i64)>| match o {
-        Some((offset, ts)) => ListedOffset { error: None, offset, timestamp: ts },
-        None => ListedOffset::none(None),
+        Some((offset, ts)) if offset < fetchable => {
+            ListedOffset { error: None, offset, timestamp: ts }
+        }
+        _ => ListedOffset::none(None),
     };
     match timestamp {
-        -1 => at(log.high_watermark()),
+        -1 => at(fetchable),
         // -4 (earliest local, KIP-1005) equals -2 without tiered storage.
         -2 | -4 => at(log.log_start_offset()),
         -3 => match log.max_timestamp().await {
