@@ -52,7 +52,12 @@
 //!    rebuilt by its scan.
 //!
 //! Readers in flight keep the old segment's open file (and its read-ahead) until they
-//! finish. Control batches are kept as they are.
+//! finish. Control batches are kept as they are (Kafka removes a marker once its
+//! transaction's records are gone and `delete.retention.ms` has passed; shardlog does
+//! not yet). Records of aborted transactions are neither mapped nor kept (a
+//! transactional batch between its producer's first offset and ABORT marker in the
+//! aborted-transaction index). A pass over several segments writes their aborted
+//! transaction index entries into the new segment's file before it removes theirs.
 
 use std::collections::HashMap;
 use std::io;
@@ -281,11 +286,22 @@ impl Throttle {
     }
 }
 
-/// Key -> latest offset over the dirty range.
+/// Key -> latest offset over the dirty range, and the log's aborted transactions: their
+/// records neither enter the map nor survive a pass (Kafka's cleaner discards them).
 #[derive(Default)]
 struct OffsetMap {
     latest: HashMap<Bytes, i64>,
     bytes: usize,
+    aborted: super::txn_index::AbortedRanges,
+}
+
+impl OffsetMap {
+    /// True for a transactional batch of an aborted transaction.
+    fn is_aborted(&self, h: &RecordBatchHeader) -> bool {
+        h.is_transactional()
+            && !h.is_control()
+            && self.aborted.contains(h.producer_id, h.base_offset)
+    }
 }
 
 impl OffsetMap {
@@ -513,7 +529,7 @@ impl PartitionLog {
 
         let mut throttle =
             Throttle { bytes_per_sec: limits.io_bytes_per_sec, start: Instant::now(), bytes: 0 };
-        let mut map = OffsetMap::default();
+        let mut map = OffsetMap { aborted: self.aborted.borrow().ranges(), ..Default::default() };
         // Without dirty segments (a pass for the delete horizon) nothing is mapped and
         // every cleanable segment is rewritten.
         let mut mapped_end = if dirty { plan.first_dirty } else { cleanable.len() };
@@ -522,7 +538,7 @@ impl PartitionLog {
                 break;
             }
             for_each_batch(seg, &mut throttle, |h, bytes| {
-                if h.is_control() {
+                if h.is_control() || map.is_aborted(h) {
                     return Ok(());
                 }
                 let b = decode(h, bytes)?;
@@ -802,12 +818,15 @@ impl PartitionLog {
         }
         let b = decode(h, bytes)?;
         let expired = b.delete_horizon().is_some_and(|at| horizon.now_ms >= at);
+        let aborted = map.is_aborted(h);
         let keep: Vec<usize> = b
             .records
             .iter()
             .enumerate()
             .filter(|(_, r)| {
-                b.key(r).is_some_and(|k| map.is_latest(k, r.offset)) && (r.has_value || !expired)
+                !aborted
+                    && b.key(r).is_some_and(|k| map.is_latest(k, r.offset))
+                    && (r.has_value || !expired)
             })
             .map(|(i, _)| i)
             .collect();

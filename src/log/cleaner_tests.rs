@@ -503,3 +503,50 @@ fn max_compaction_lag_counts_from_the_first_batch_of_a_dirty_segment() {
         log.close().await.unwrap();
     });
 }
+
+#[test]
+fn a_cleaned_segment_keeps_the_aborted_transactions_of_the_segments_it_replaces() {
+    use crate::protocol::control::{encode_marker_batch, ControlType, EndTxnMarker};
+    use txn_index::AbortedTxn;
+    run(|dir| async move {
+        let log = PartitionLog::open(dir.clone(), compact_cfg()).await.unwrap();
+        // k = committed (0) and producer 7's transaction k = aborted (1) in the first
+        // segment, its ABORT marker (2) in the second, a record in the third; then a pass
+        // merges the three.
+        let b = keyed(&[(Some("k"), Some("committed"))], 999, -1, -1, Compression::None);
+        log.append(b, 0).await.unwrap();
+        let mut t = keyed(&[(Some("k"), Some("aborted"))], 1_000, 7, 0, Compression::None).to_vec();
+        t[21..23].copy_from_slice(&crate::protocol::batch::ATTR_TRANSACTIONAL.to_be_bytes());
+        let crc = crate::protocol::batch::compute_crc(&t);
+        t[17..21].copy_from_slice(&crc.to_be_bytes());
+        log.append(Bytes::from(t), 0).await.unwrap();
+        seal(&log).await;
+        let abort = EndTxnMarker { control_type: ControlType::Abort, coordinator_epoch: 0 };
+        log.append(encode_marker_batch(7, 0, abort, 1_001).unwrap(), 0).await.unwrap();
+        seal(&log).await;
+        let b = keyed(&[(Some("j"), Some("v"))], 1_002, -1, -1, Compression::None);
+        log.append(b, 0).await.unwrap();
+        seal(&log).await;
+        let entry =
+            AbortedTxn { producer_id: 7, first_offset: 1, last_offset: 2, last_stable_offset: 3 };
+        assert_eq!(txn_index::load(&dir, 2).unwrap().0, vec![entry]);
+        let (policy, limits) = (CompactionPolicy::default(), CleanerLimits::default());
+        log.compact(&policy, &limits, NOW, FORCE).await.unwrap().unwrap();
+        assert_eq!(log.segments.borrow()[0].base_offset, 0);
+        assert_eq!(log.segments.borrow()[1].base_offset, 4, "0-3 merged into one segment");
+        assert_eq!(txn_index::load(&dir, 0).unwrap().0, vec![entry]);
+        assert!(!dir.join("00000000000000000002.txnindex").exists());
+        // The aborted record neither superseded k = committed nor stayed; the marker did.
+        let rows: Vec<(i64, Option<String>)> =
+            contents(&log).await.into_iter().map(|(o, k, _)| (o, k)).collect();
+        let marker_key = Some("\0\0\0\0".to_string());
+        let want = vec![(0, Some("k".into())), (2, marker_key), (3, Some("j".into()))];
+        assert_eq!(rows, want);
+        assert_eq!(log.read_committed(0, 1 << 20).await.unwrap().1, vec![entry]);
+        log.close().await.unwrap();
+        drop(log);
+        let log = PartitionLog::open(dir.clone(), compact_cfg()).await.unwrap();
+        assert_eq!(log.read_committed(0, 1 << 20).await.unwrap().1, vec![entry]);
+        log.close().await.unwrap();
+    });
+}

@@ -52,6 +52,8 @@ mod start_offset_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod txn_tests;
+#[cfg(test)]
 mod zero_fill_tests;
 
 use std::cell::{Cell, RefCell};

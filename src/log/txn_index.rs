@@ -115,6 +115,17 @@ impl TxnIndex {
         self.by_last_offset.range(from..to.max(from)).map(|(_, t)| *t).collect()
     }
 
+    /// Every entry as `producer id -> [(first offset, last offset)]` in marker order,
+    /// to ask many times whether a batch is aborted ([`AbortedRanges::contains`]).
+    pub fn ranges(&self) -> AbortedRanges {
+        let mut by_producer: std::collections::HashMap<i64, Vec<(i64, i64)>> =
+            std::collections::HashMap::new();
+        for t in self.by_last_offset.values() {
+            by_producer.entry(t.producer_id).or_default().push((t.first_offset, t.last_offset));
+        }
+        AbortedRanges { by_producer }
+    }
+
     /// Drops the entries whose marker is below `offset` (the log start moved past
     /// them: no fetch can ask for them).
     pub fn remove_below(&mut self, offset: i64) {
@@ -125,6 +136,23 @@ impl TxnIndex {
     /// there).
     pub fn remove_from(&mut self, offset: i64) {
         self.by_last_offset.split_off(&offset);
+    }
+}
+
+/// The aborted transactions of a partition by producer (see [`TxnIndex::ranges`]).
+#[derive(Debug, Clone, Default)]
+pub struct AbortedRanges {
+    by_producer: std::collections::HashMap<i64, Vec<(i64, i64)>>,
+}
+
+impl AbortedRanges {
+    /// True when producer `producer_id`'s record at `offset` belongs to an aborted
+    /// transaction (its transactional batch lies between the transaction's first
+    /// offset and its ABORT marker).
+    pub fn contains(&self, producer_id: i64, offset: i64) -> bool {
+        let Some(v) = self.by_producer.get(&producer_id) else { return false };
+        let i = v.partition_point(|&(_, last)| last < offset);
+        v.get(i).is_some_and(|&(first, _)| first <= offset)
     }
 }
 
@@ -228,6 +256,10 @@ mod tests {
         assert_eq!(ix.collect(0, 3), vec![t(1, 0, 5, 3)]);
         assert_eq!(ix.collect(26, 100), vec![]);
         assert_eq!(ix.in_range(5, 25), vec![t(1, 0, 5, 3), t(2, 3, 9, 10)]);
+        let r = ix.ranges();
+        assert!(r.contains(2, 3) && r.contains(2, 8) && r.contains(1, 0));
+        assert!(!r.contains(2, 2) && !r.contains(1, 6) && !r.contains(3, 19) && !r.contains(4, 21));
+        assert!(r.contains(3, 20));
         ix.remove_below(6);
         assert_eq!(ix.len(), 2);
         ix.remove_from(25);
