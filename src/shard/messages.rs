@@ -145,9 +145,26 @@ pub struct NewTopic {
     pub configs: std::collections::BTreeMap<String, String>,
 }
 
+/// One transaction marker to append (Kafka's `WriteTxnMarkersRequest` entry, for one
+/// partition).
+#[derive(Debug, Clone)]
+pub struct TxnMarkerWrite {
+    pub topic: TopicName,
+    pub partition: i32,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub marker: crate::protocol::control::EndTxnMarker,
+}
+
 /// Data plane: to a partition's owning shard, or to a group's coordinating shard.
 #[derive(Debug)]
 pub enum DataRequest {
+    /// Append a COMMIT or ABORT control batch to each listed partition this shard owns
+    /// (a transaction coordinator ending a transaction, KIP-98), durably as any append.
+    /// One result per marker, in order: UNKNOWN_TOPIC_OR_PARTITION,
+    /// NOT_LEADER_OR_FOLLOWER, INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED,
+    /// KAFKA_STORAGE_ERROR.
+    WriteTxnMarkers { markers: Vec<TxnMarkerWrite>, reply: Reply<Vec<KafkaResult<()>>> },
     /// Append one record batch (its base offset is assigned on arrival).
     Append {
         topic: TopicName,

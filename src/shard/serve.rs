@@ -18,7 +18,7 @@ use kafka_protocol::messages::TopicName;
 
 use super::messages::{
     ActiveProducer, Appended, CatalogChanged, ControlRequest, DataRequest, ListedOffset,
-    LogDirPartition, PartitionBatches, PartitionRead, ShardMessage,
+    LogDirPartition, PartitionBatches, PartitionRead, ShardMessage, TxnMarkerWrite,
 };
 use super::state::Shard;
 use crate::broker_config::BrokerDefaults;
@@ -26,6 +26,7 @@ use crate::crash::{Label, Labeled};
 use crate::error::{KafkaResult, ResponseError};
 use crate::log::start_offset::DeleteRecordsError;
 use crate::log::{AppendError, AppendInfo, PartitionLog, ReadError};
+use crate::protocol::control;
 use crate::topic_config::EffectiveTopicConfig;
 
 /// Receives messages from every other shard until the mesh closes: one task per
@@ -76,6 +77,22 @@ pub async fn execute(shard: &Rc<Shard>, message: ShardMessage) {
 
 async fn execute_data(shard: &Rc<Shard>, request: DataRequest) {
     match request {
+        DataRequest::WriteTxnMarkers { markers, reply } => {
+            let mut writes = Vec::with_capacity(markers.len());
+            for m in markers {
+                writes.push(start_marker(shard, m).await);
+            }
+            spawn_detached(async move {
+                let mut results = Vec::with_capacity(writes.len());
+                for w in writes {
+                    results.push(match w {
+                        Ok(append) => append.await,
+                        Err(e) => Err(e),
+                    });
+                }
+                let _ = reply.send(results);
+            });
+        }
         DataRequest::Append { topic, partition, batch, now_ms, reply } => {
             let Some(owned) = shard.writable_log(&topic, partition) else {
                 let _ = reply.send(Err(not_here(shard, &topic, partition)));
@@ -331,6 +348,46 @@ fn spawn_detached(f: impl Future<Output = ()> + 'static) {
 /// its log cannot be opened (and another try is started, see
 /// [`Shard::open_failure`]), NOT_LEADER_OR_FOLLOWER when another shard owns it (a stale
 /// route), UNKNOWN_TOPIC_OR_PARTITION when the topic is gone.
+/// A marker append under way (its first poll done: it is queued in the log's order).
+type MarkerAppend = Pin<Box<dyn Future<Output = KafkaResult<()>>>>;
+
+/// Starts appending the control batch of `m` to its partition's log (a data partition
+/// this shard owns, or a `__consumer_offsets` partition it hosts), so that markers
+/// keep the order they were asked in.
+async fn start_marker(shard: &Rc<Shard>, m: TxnMarkerWrite) -> KafkaResult<MarkerAppend> {
+    let (topic, partition) = (m.topic.as_str(), m.partition);
+    let log = if topic == crate::metadata::OFFSETS_TOPIC {
+        shard.readable_log(topic, partition).await
+    } else {
+        shard.writable_log(topic, partition).map(|o| o.log.clone())
+    };
+    let Some(log) = log else { return Err(not_here(shard, topic, partition)) };
+    let now = crate::clock::now_ms();
+    let batch = control::encode_marker_batch(m.producer_id, m.producer_epoch, m.marker, now)
+        .map_err(|_| ResponseError::UnknownServerError)?;
+    let topic = topic.to_string();
+    let mut append: Pin<Box<dyn Future<Output = _>>> =
+        Box::pin(async move { log.append(batch, now).await });
+    // The first poll queues the batch (cancel-safe from there, see `append`).
+    if let Some(r) = future::poll_once(&mut append).await {
+        return Ok(Box::pin(std::future::ready(marker_result(&topic, partition, r))));
+    }
+    Ok(Box::pin(async move { marker_result(&topic, partition, append.await) }))
+}
+
+fn marker_result(
+    topic: &str,
+    partition: i32,
+    r: Result<AppendInfo, AppendError>,
+) -> KafkaResult<()> {
+    r.map(|_| ()).map_err(|e| {
+        if let AppendError::Io(io) = &e {
+            tracing::error!(%topic, partition, error = %io, "transaction marker append failed");
+        }
+        ResponseError::from(&e)
+    })
+}
+
 fn not_here(shard: &Rc<Shard>, topic: &str, partition: i32) -> ResponseError {
     if let Some(e) = shard.open_failure(topic, partition) {
         return e;

@@ -289,3 +289,57 @@ fn producer_ids_idle_for_the_expiration_are_forgotten() {
         assert_eq!(skip().await, vec![Ok(2)]);
     });
 }
+
+#[test]
+fn transaction_markers_end_transactions_on_their_partitions() {
+    use super::messages::TxnMarkerWrite;
+    use crate::protocol::control::{ControlType, EndTxnMarker};
+    with_shard(|shard| async move {
+        // Producer 7's transactional batch on many-0 and many-1.
+        let txn = Bytes::from(build_batch(&BatchSpec {
+            records: 2,
+            producer_id: 7,
+            producer_epoch: 0,
+            base_sequence: 0,
+            attributes: crate::protocol::batch::ATTR_TRANSACTIONAL,
+            ..Default::default()
+        }));
+        for p in [0, 1] {
+            let r = append_many(&shard, "many", vec![(p, vec![txn.clone()])]).await;
+            assert!(r.await.unwrap()[0].is_ok());
+            assert_eq!(shard.log("many", p).unwrap().log.last_stable_offset(), 0);
+        }
+        let write = |partition: i32, topic: &str, control_type, coordinator_epoch| TxnMarkerWrite {
+            topic: name(topic),
+            partition,
+            producer_id: 7,
+            producer_epoch: 0,
+            marker: EndTxnMarker { control_type, coordinator_epoch },
+        };
+        let markers = vec![
+            write(0, "many", ControlType::Commit, 1),
+            write(1, "many", ControlType::Commit, 1),
+            write(2, "many", ControlType::Commit, 1),
+            write(0, "nope", ControlType::Commit, 1),
+        ];
+        let (reply, rx) = oneshot::channel();
+        shard.send(shard.id, DataRequest::WriteTxnMarkers { markers, reply }).await;
+        let results = rx.await.unwrap();
+        assert_eq!(
+            results,
+            vec![Ok(()), Ok(()), Ok(()), Err(ResponseError::UnknownTopicOrPartition)]
+        );
+        for p in [0, 1] {
+            let log = shard.log("many", p).unwrap().log.clone();
+            assert_eq!((log.high_watermark(), log.last_stable_offset()), (3, 3));
+            let read = log.read(2, 1 << 20).await.unwrap();
+            let (_, h) = BatchIter::new(&read).next().unwrap().unwrap();
+            assert!(h.is_control() && h.producer_id == 7);
+        }
+        // A marker from an older coordinator epoch is fenced.
+        let (reply, rx) = oneshot::channel();
+        let markers = vec![write(0, "many", ControlType::Abort, 0)];
+        shard.send(shard.id, DataRequest::WriteTxnMarkers { markers, reply }).await;
+        assert_eq!(rx.await.unwrap(), vec![Err(ResponseError::TransactionCoordinatorFenced)]);
+    });
+}
