@@ -66,4 +66,5 @@ pub mod shard;
 pub mod shutdown;
 pub mod top;
 pub mod topic_config;
+pub mod txn;
 pub mod watchdog;
