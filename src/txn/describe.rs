@@ -25,8 +25,9 @@ pub struct TxnDescription {
     pub topics: BTreeMap<String, Vec<i32>>,
 }
 
-/// ListTransactions' filters; an empty list does not filter.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// ListTransactions' filters; an empty list does not filter. The default filters
+/// nothing (duration -1, as the request's default).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListFilter {
     /// State names ("Ongoing", ...); names that are no state are reported back.
     pub states: Vec<String>,
@@ -34,6 +35,12 @@ pub struct ListFilter {
     pub producer_ids: Vec<i64>,
     /// Only transactions running longer than this (ms, KIP-994); negative: no filter.
     pub duration_ms: i64,
+}
+
+impl Default for ListFilter {
+    fn default() -> Self {
+        ListFilter { states: Vec::new(), producer_ids: Vec::new(), duration_ms: -1 }
+    }
 }
 
 /// One listed transaction.
