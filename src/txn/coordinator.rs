@@ -97,7 +97,7 @@ pub(super) enum FenceCause {
 /// sees (`TransactionStateManager.appendTransactionToLog`): replica and timeout errors
 /// become COORDINATOR_NOT_AVAILABLE, a lost leadership or a storage error
 /// NOT_COORDINATOR, an oversized record UNKNOWN_SERVER_ERROR; others stay.
-pub fn coordinator_error_for_append(error: ResponseError) -> ResponseError {
+pub(super) fn coordinator_error_for_append(error: ResponseError) -> ResponseError {
     use ResponseError::*;
     match error {
         UnknownTopicOrPartition

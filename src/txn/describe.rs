@@ -65,8 +65,9 @@ pub struct TxnListing {
 
 impl TxnCoordinator {
     /// DescribeTransactions for one id: INVALID_REQUEST (empty id), NOT_COORDINATOR,
-    /// COORDINATOR_LOAD_IN_PROGRESS, TRANSACTIONAL_ID_NOT_FOUND (unknown, or Dead: being
-    /// expired). Reports the state as of the last durable record.
+    /// COORDINATOR_LOAD_IN_PROGRESS, TRANSACTIONAL_ID_NOT_FOUND (unknown, or Dead).
+    /// Reports the state as of the last durable record; like Kafka, an id whose
+    /// expiration tombstone is being written is still described.
     pub fn describe(&self, transactional_id: &str) -> Result<TxnDescription, ResponseError> {
         if transactional_id.is_empty() {
             return Err(ResponseError::InvalidRequest);
@@ -74,9 +75,7 @@ impl TxnCoordinator {
         let p = self.owned(transactional_id)?;
         let e = p.ids.get(transactional_id).ok_or(ResponseError::TransactionalIdNotFound)?;
         let m = &e.metadata;
-        if m.state == TxnState::Dead
-            || e.pending.as_ref().is_some_and(|p| p.target.state == TxnState::Dead)
-        {
+        if m.state == TxnState::Dead {
             return Err(ResponseError::TransactionalIdNotFound);
         }
         let mut topics: BTreeMap<String, Vec<i32>> = BTreeMap::new();
@@ -95,7 +94,7 @@ impl TxnCoordinator {
 
     /// ListTransactions over every owned partition at `now_ms`:
     /// COORDINATOR_LOAD_IN_PROGRESS while any is loading. An id matches when it is not
-    /// Dead (nor being expired), its producer id is among `producer_ids`, its state among
+    /// Dead, its producer id is among `producer_ids`, its state among
     /// `states` (when given), and, with `duration_ms >= 0`, it started more than
     /// `duration_ms` before `now_ms` (an id with no transaction, start -1, always has).
     pub fn list(&self, filter: &ListFilter, now_ms: i64) -> Result<TxnListing, ResponseError> {
@@ -113,9 +112,7 @@ impl TxnCoordinator {
         for p in self.partitions.values() {
             for (id, e) in &p.ids {
                 let m = &e.metadata;
-                let expiring = e.pending.as_ref().is_some_and(|p| p.target.state == TxnState::Dead);
                 let included = m.state != TxnState::Dead
-                    && !expiring
                     && (filter.producer_ids.is_empty()
                         || filter.producer_ids.contains(&m.producer_id))
                     && (filter.states.is_empty() || states.contains(&m.state))
