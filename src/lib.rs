@@ -14,6 +14,7 @@
 //! | [`shard`] | per-core `Shard`; `ShardMessage`s; control plane; group runtime; retention pass; producer-id expiration; log cleaner task |
 //! | [`log`] | `PartitionLog`: segments (background read-ahead, zero fill ahead of small writes, retention and the retiring of deleted segments off the shard, roll by age, the DeleteRecords start checkpoint, compaction), indexes, batch cache and its pooled arenas and read buffers, recovery, producers |
 //! | [`coordinator`] | the consumer group coordinator, a pure state machine; its records in Kafka's `__consumer_offsets` schemas; KIP-848 topic regexes |
+//! | [`txn`] | the transaction coordinator (KIP-98, KIP-360, KIP-890), a pure state machine: InitProducerId, AddPartitionsToTxn / AddOffsetsToTxn and the KIP-890 verification, EndTxn and its markers, timeouts, transactional id expiration, Describe/ListTransactions; its records in Kafka's `__transaction_state` schemas; not wired to the shards yet |
 //! | [`metadata`] | the topic catalog: names, ids, partitions, placement, the internal topic `__consumer_offsets` and how groups map to it; persisted |
 //! | [`metrics`] | per-shard counters and latency histograms (thread-local, no atomics), the snapshot a scrape gathers over the mesh, the Prometheus text exposition and the `--metrics-listen` HTTP endpoint (`/metrics`, `/healthz`, `/readyz`) |
 //! | [`top`] | `shardlog top`: a live terminal view of a broker read from its metrics endpoint (rates between two scrapes) |
@@ -43,9 +44,9 @@
 //! - Every size the network hands us (frame length, array count, string length, batch
 //!   length) is checked against a limit before anything is allocated.
 //! - Kafka error codes come only from [`error`] (`ResponseError`), never as numbers.
-//! - Decisions are separated from I/O where cheap: the group coordinator is a state
-//!   machine fed with requests and the current time; the batch scan used by recovery
-//!   works on a byte slice.
+//! - Decisions are separated from I/O where cheap: the group and transaction
+//!   coordinators are state machines fed with requests and the current time; the batch
+//!   scan used by recovery works on a byte slice.
 
 pub mod broker_config;
 pub mod clock;
