@@ -206,6 +206,31 @@ pub struct Config {
     )]
     pub producer_id_expiration_check_interval_ms: u64,
 
+    /// The longest transaction timeout a transactional producer may ask for, ms (Kafka
+    /// `transaction.max.timeout.ms`); InitProducerId with a longer one gets
+    /// INVALID_TRANSACTION_TIMEOUT.
+    #[arg(long, env = "SHARDLOG_TRANSACTION_MAX_TIMEOUT_MS", default_value_t = 900_000,
+          value_parser = clap::value_parser!(i32).range(1..))]
+    pub transaction_max_timeout_ms: i32,
+
+    /// How often the transaction coordinator aborts transactions that outlived their
+    /// timeout, ms (Kafka `transaction.abort.timed.out.transaction.cleanup.interval.ms`).
+    #[arg(long, env = "SHARDLOG_TRANSACTION_ABORT_TIMED_OUT_TRANSACTION_CLEANUP_INTERVAL_MS",
+          default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub transaction_abort_timed_out_transaction_cleanup_interval_ms: u64,
+
+    /// How long a transactional id is kept after its last transaction ended, ms (Kafka
+    /// `transactional.id.expiration.ms`, default 7 days).
+    #[arg(long, env = "SHARDLOG_TRANSACTIONAL_ID_EXPIRATION_MS", default_value_t = 604_800_000,
+          value_parser = clap::value_parser!(i64).range(1..))]
+    pub transactional_id_expiration_ms: i64,
+
+    /// How often the transaction coordinator removes expired transactional ids, ms
+    /// (Kafka `transaction.remove.expired.transaction.cleanup.interval.ms`).
+    #[arg(long, env = "SHARDLOG_TRANSACTION_REMOVE_EXPIRED_TRANSACTION_CLEANUP_INTERVAL_MS",
+          default_value_t = 3_600_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub transaction_remove_expired_transaction_cleanup_interval_ms: u64,
+
     /// Run the log cleaner: compaction of `cleanup.policy=compact` topics and of the
     /// group offsets log (Kafka `log.cleaner.enable`).
     #[arg(

@@ -291,6 +291,8 @@ async fn run_started_shard(
         ))
         .detach();
         shardlog::shard::cleaner::spawn(shard.clone(), shutdown.clone());
+        glommio::spawn_local(shard.txns.clone().run_timers(shard.clone(), shutdown.clone()))
+            .detach();
         tracing::info!(shard = id, listen = %config.listen, "shard ready");
         shardlog::net::listener::run(shard.clone(), listener, limits, shutdown.clone()).await;
     }

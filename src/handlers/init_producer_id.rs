@@ -1,35 +1,51 @@
-//! InitProducerId (key 22) for idempotent producers (KIP-98): a new producer id
-//! with epoch 0. Transactions are not implemented yet: a request with a
-//! transactional id gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53), the one error
-//! that both the Java producer (`initTransactions` throws
-//! `TransactionalIdAuthorizationException`) and librdkafka (a fatal error) give up on
-//! at once. COORDINATOR_NOT_AVAILABLE, answered before, is retried forever (Kafka
-//! Streams exactly_once_v2 then sits in REBALANCING with no error), and
-//! UNSUPPORTED_VERSION is retried every 500 ms by librdkafka. InitProducerId has no
-//! error message field: the broker logs why, with the transactional id.
+//! InitProducerId (key 22): a producer id for an idempotent producer (KIP-98), or,
+//! with a transactional id, the transactional producer's id and epoch from its
+//! transaction coordinator (fencing the previous epoch and aborting its open
+//! transaction; KIP-360 epoch bumps with the id and epoch in the request, v3+).
 
-use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
+use kafka_protocol::messages::{ApiKey, InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
-use super::{Ctx, Outcome, Versions};
+use super::{txn_route, Ctx, Outcome, Versions};
 use crate::error::ResponseError;
+use crate::shard::transactions::TxnCall;
 use crate::shard::ControlRequest;
+use crate::txn::ProducerIdAndEpoch;
 
 pub const VERSIONS: Versions = Versions { min: 0, max: 5 };
 
-/// Allocates a producer id on the control shard (ids survive restarts: see
-/// `shard::control`). A request that bumps an existing id's epoch (KIP-360,
-/// `producer_id` >= 0) gets that id with the next epoch. Errors:
-/// TRANSACTIONAL_ID_AUTHORIZATION_FAILED (transactional id: transactions are not
-/// implemented yet),
-/// KAFKA_STORAGE_ERROR (the id block could not be reserved on disk).
+/// Without a transactional id: a new producer id from the control shard (ids survive
+/// restarts: see `shard::control`), or for a request that bumps an existing id's epoch
+/// (KIP-360, `producer_id` >= 0) that id with the next epoch; KAFKA_STORAGE_ERROR when
+/// the id block could not be reserved on disk. With one: the coordinator's answer
+/// (INVALID_REQUEST, INVALID_TRANSACTION_TIMEOUT, CONCURRENT_TRANSACTIONS,
+/// PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v4), COORDINATOR_LOAD_IN_PROGRESS,
+/// NOT_COORDINATOR, ...; Kafka's `TransactionCoordinator.handleInitProducerId`).
 pub async fn handle(ctx: &Ctx, request: InitProducerIdRequest) -> Outcome<InitProducerIdResponse> {
+    let v = ctx.api_version;
     if let Some(id) = &request.transactional_id {
-        tracing::info!(
-            transactional_id = %id.as_str(),
-            client_id = %ctx.client_id,
-            "refusing InitProducerId: transactions are not supported by this broker yet"
-        );
-        return Outcome::Ready(failed(ResponseError::TransactionalIdAuthorizationFailed));
+        let expected = if v >= 3 {
+            match ProducerIdAndEpoch::from_request(request.producer_id.0, request.producer_epoch)
+            {
+                Ok(e) => e,
+                Err(error) => return Outcome::Ready(failed(error)),
+            }
+        } else {
+            None
+        };
+        let transactional_id = id.to_string();
+        let timeout_ms = request.transaction_timeout_ms;
+        let answer = txn_route::ask(ctx, &transactional_id.clone(), |reply| {
+            TxnCall::InitProducerId { transactional_id, timeout_ms, expected, reply }
+        })
+        .await;
+        return Outcome::later(async move {
+            match answer.await {
+                Ok(p) => InitProducerIdResponse::default()
+                    .with_producer_id(ProducerId(p.producer_id))
+                    .with_producer_epoch(p.producer_epoch),
+                Err(e) => failed(crate::txn::error_for_version(ApiKey::InitProducerId, v, e)),
+            }
+        });
     }
     if request.producer_id.0 >= 0
         && request.producer_epoch >= 0

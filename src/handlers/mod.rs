@@ -39,6 +39,7 @@ use crate::shard::Shard;
 
 mod alter_config_route;
 mod group_route;
+mod txn_route;
 
 #[cfg(test)]
 mod tests;
@@ -208,6 +209,11 @@ apis! {
     ElectLeaders => elect_leaders,
     DescribeTopicPartitions => describe_topic_partitions,
     DescribeProducers => describe_producers,
+    AddPartitionsToTxn => add_partitions_to_txn,
+    AddOffsetsToTxn => add_offsets_to_txn,
+    EndTxn => end_txn,
+    DescribeTransactions => describe_transactions,
+    ListTransactions => list_transactions,
 }
 
 /// APIs that change the catalog under the requests before them on the same connection

@@ -236,6 +236,8 @@ pub enum DataRequest {
     /// One group request (or the part of a multi-group request for the groups that
     /// shard coordinates).
     Group { call: Box<GroupCall>, reply: Reply<ResponseKind> },
+    /// A transaction request for a transactional id this shard coordinates.
+    Txn(Box<super::transactions::TxnCall>),
     /// The receiving shard's metrics, for a scrape of `--metrics-listen`.
     Metrics { reply: Reply<crate::metrics::ShardSnapshot> },
 }

@@ -7,6 +7,8 @@
 //! - [`control`]: catalog changes and producer-id allocation, run on the control
 //!   shard ([`CONTROL_SHARD`]) only.
 //! - [`groups`]: the group coordinator runtime of each shard and its internal logs.
+//! - [`transactions`]: the transaction coordinator runtime of each shard and its
+//!   `__transaction_state` logs; transaction markers go out as `WriteTxnMarkers`.
 //! - [`append_barrier`]: group responses wait for the group-state writes started
 //!   before them.
 //! - [`retention`]: the periodic retention pass over the shard's partitions.
@@ -23,6 +25,7 @@ pub mod producer_expiry;
 pub mod retention;
 pub mod serve;
 pub mod state;
+pub mod transactions;
 
 #[cfg(test)]
 pub(crate) mod testing;

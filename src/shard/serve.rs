@@ -224,6 +224,10 @@ async fn execute_data(shard: &Rc<Shard>, request: DataRequest) {
         DataRequest::Group { call, reply } => {
             shard.groups.submit(*call, reply).await;
         }
+        DataRequest::Txn(call) => {
+            let shard = shard.clone();
+            spawn_detached(async move { shard.txns.clone().serve(&shard, *call).await });
+        }
     }
 }
 

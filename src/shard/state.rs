@@ -46,6 +46,8 @@ pub struct Shard {
     senders: Senders<ShardMessage>,
     /// The group coordinator for the groups this shard coordinates.
     pub groups: Rc<GroupHost>,
+    /// The transaction coordinator for the transactional ids this shard coordinates.
+    pub txns: Rc<super::transactions::TxnHost>,
     /// Catalog writer and producer-id allocator; `Some` on [`CONTROL_SHARD`] only.
     pub control: Option<Control>,
     /// The batch cache shared by the data partitions this shard owns (its share of
@@ -88,6 +90,7 @@ impl Shard {
         let placement =
             catalog.offsets_placement.unwrap_or(crate::metadata::OffsetsPlacement::Kafka);
         let groups = Rc::new(GroupHost::open(&config, id, nr_shards, placement).await?);
+        let txns = Rc::new(super::transactions::TxnHost::open(&config, id, nr_shards).await?);
         let cache_bytes = config.cache_bytes_per_shard(nr_shards);
         tracing::debug!(shard = id, cache_bytes, "batch cache budget");
         let cache =
@@ -100,6 +103,7 @@ impl Shard {
             logs: RefCell::new(HashMap::new()),
             senders,
             groups,
+            txns,
             control,
             cache,
             open_failures: RefCell::new(HashMap::new()),
@@ -408,6 +412,7 @@ impl Shard {
         // After a catalog change or a reopen in flight, so none opens a log behind us.
         let _one_at_a_time = self.applying.acquire_permit(1).await;
         self.groups.close().await;
+        self.txns.close().await;
         let logs: Vec<_> = self.logs.borrow_mut().drain().collect();
         if logs.is_empty() {
             return;

@@ -1,0 +1,57 @@
+//! ListTransactions (key 66, KIP-664; the duration filter of KIP-994): every
+//! transactional id of every shard's coordinator, filtered by state, producer id and
+//! duration (`kafka-transactions.sh list`).
+
+use futures_util::future::join_all;
+use kafka_protocol::messages::list_transactions_response::TransactionState;
+use kafka_protocol::messages::{
+    ListTransactionsRequest, ListTransactionsResponse, ProducerId, TransactionalId,
+};
+
+use super::{txn_route, Ctx, Outcome, Versions};
+use crate::protocol::strings::sb;
+use crate::shard::transactions::TxnCall;
+use crate::txn::ListFilter;
+
+/// v2 (KIP-1152's transactional id pattern) is not served.
+pub const VERSIONS: Versions = Versions { min: 0, max: 1 };
+
+/// The transactions of every shard, sorted by transactional id; the error of a shard
+/// that could not list (COORDINATOR_LOAD_IN_PROGRESS) as the response's error.
+pub async fn handle(ctx: &Ctx, request: ListTransactionsRequest) -> Outcome<ListTransactionsResponse> {
+    let filter = ListFilter {
+        states: request.state_filters.iter().map(|s| s.to_string()).collect(),
+        producer_ids: request.producer_id_filters.iter().map(|p| p.0).collect(),
+        duration_ms: if ctx.api_version >= 1 { request.duration_filter } else { -1 },
+    };
+    let mut asks = Vec::with_capacity(ctx.shard.nr_shards);
+    for owner in 0..ctx.shard.nr_shards {
+        let filter = filter.clone();
+        asks.push(txn_route::ask_shard(ctx, owner, |reply| TxnCall::List { filter, reply }).await);
+    }
+    Outcome::later(async move {
+        let mut response = ListTransactionsResponse::default();
+        let mut all = Vec::new();
+        for answer in join_all(asks).await {
+            match answer {
+                Ok(listing) => {
+                    response.unknown_state_filters =
+                        listing.unknown_state_filters.iter().map(|s| sb(s)).collect();
+                    all.extend(listing.transactions);
+                }
+                Err(e) => response.error_code = e.code(),
+            }
+        }
+        all.sort_by(|a, b| a.transactional_id.cmp(&b.transactional_id));
+        response.transaction_states = all
+            .into_iter()
+            .map(|t| {
+                TransactionState::default()
+                    .with_transactional_id(TransactionalId(sb(&t.transactional_id)))
+                    .with_producer_id(ProducerId(t.producer_id))
+                    .with_transaction_state(sb(t.state.name()))
+            })
+            .collect();
+        response
+    })
+}
