@@ -246,3 +246,34 @@ fn a_string_too_long_for_its_length_prefix_cannot_be_encoded() {
     let m = meta(1, 1, TxnState::Ongoing, &[(long.as_str(), 0)]);
     assert_eq!(TxnLogValue::of(&m, 0).encode(), None);
 }
+
+#[test]
+fn a_value_from_a_future_version_with_unknown_tagged_fields_reads_as_kafka_reads_it() {
+    // Kafka's TransactionLogTest.testDeserializeFutureTransactionLogValue: tags 100 (a
+    // STRING "foo") and 101 (an INT32 4000) on a partitions entry and on the value.
+    let unknown_tags = cat(&[vec![2, 100, 5], be16(3), b"foo".to_vec(), vec![101, 4], be32(4000)]);
+    let bytes = cat(&[
+        be16(1),
+        be64(1000),
+        be16(100),
+        be32(1000),
+        vec![4],    // CompleteCommit
+        vec![2, 6], // 1 entry; topic: 5 bytes
+        b"topic".to_vec(),
+        vec![2], // 1 partition id
+        be32(1),
+        unknown_tags.clone(),
+        be64(2000),
+        be64(3000),
+        unknown_tags,
+    ]);
+    let key = TxnRecord::tombstone("transaction-id").encode_key().unwrap();
+    let r = TxnRecord::decode(&key, Some(&bytes)).unwrap();
+    let m = r.value.unwrap().to_metadata();
+    assert_eq!(
+        (m.producer_id, m.producer_epoch, m.timeout_ms, m.state),
+        (1000, 100, 1000, TxnState::CompleteCommit)
+    );
+    assert_eq!(m.partitions, parts(&[("topic", 1)]));
+    assert_eq!((m.last_update_timestamp_ms, m.start_timestamp_ms), (2000, 3000));
+}
