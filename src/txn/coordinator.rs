@@ -200,7 +200,9 @@ impl TxnCoordinator {
     }
 
     /// The append of `write` finished with `result` (the append's own error, e.g.
-    /// KAFKA_STORAGE_ERROR; it is mapped with [`coordinator_error_for_append`]). Completes
+    /// KAFKA_STORAGE_ERROR, which is answered as Kafka maps it: NOT_ENOUGH_REPLICAS,
+    /// REQUEST_TIMED_OUT and the like COORDINATOR_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER
+    /// and KAFKA_STORAGE_ERROR NOT_COORDINATOR, MESSAGE_TOO_LARGE UNKNOWN_SERVER_ERROR). Completes
     /// or drops the pending transition and says what to answer (Kafka's
     /// `appendTransactionToLog` callback and the callbacks of the handlers).
     ///

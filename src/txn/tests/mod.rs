@@ -10,6 +10,7 @@ mod end_txn;
 mod init_producer_id;
 mod load;
 mod metadata;
+mod random_walk;
 mod records;
 mod timeouts;
 
