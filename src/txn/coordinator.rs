@@ -209,8 +209,10 @@ impl TxnCoordinator {
     /// After a PrepareCommit / PrepareAbort the id stays pending (CompleteCommit /
     /// CompleteAbort, stamped `now_ms`) while the returned markers are sent. A failed
     /// CompleteCommit / CompleteAbort write keeps that pending transition: call
-    /// [`Self::markers_written`] again to retry it. A write reported after its partition
-    /// was unloaded or reloaded changes nothing and answers NOT_COORDINATOR.
+    /// [`Self::markers_written`] again to retry it. A write this coordinator does not
+    /// wait for (its partition was unloaded or reloaded since, or it is not the record
+    /// of the id's pending transition, e.g. reported twice) changes nothing and answers
+    /// NOT_COORDINATOR.
     pub fn write_completed(
         &mut self,
         write: &TxnWrite,
@@ -220,6 +222,15 @@ impl TxnCoordinator {
         let not_coordinator =
             WriteDone { answer: Err(ResponseError::NotCoordinator), markers: None };
         let id = write.record.transactional_id.as_str();
+        let awaited = self
+            .partitions
+            .get(&write.partition)
+            .and_then(|p| p.ids.get(id))
+            .and_then(|e| e.pending.as_ref())
+            .is_some_and(|pending| self.record_for(id, &pending.target) == write.record);
+        if !awaited {
+            return not_coordinator;
+        }
         let Some(p) = self.partitions.get_mut(&write.partition) else {
             return not_coordinator;
         };

@@ -23,7 +23,8 @@
 //!   CONCURRENT_TRANSACTIONS. Append the [`TxnWrite`]'s record to its
 //!   `__transaction_state` partition and make it durable (fdatasync), then call
 //!   [`TxnCoordinator::write_completed`] with the append's result: on success the
-//!   transition completes, on failure it is dropped (the pending state is cleared). The
+//!   transition completes, on failure it is dropped (the pending state is cleared;
+//!   only a failed CompleteCommit / CompleteAbort stays pending, to be retried). The
 //!   [`WriteDone`] says what to answer and, after a PrepareCommit / PrepareAbort,
 //!   which [`TxnMarkers`] to send.
 //!
@@ -34,9 +35,15 @@
 //! `write_completed` as any other. While markers are out, the id stays pending.
 //!
 //! Timers (the caller's): every `transaction.abort.timed.out.transaction.cleanup.interval.ms`
-//! call [`TxnCoordinator::abort_timed_out_transactions`], every
-//! `transactional.id.expiration` interval [`TxnCoordinator::expire_transactional_ids`];
-//! both return writes to carry out the same way.
+//! (Kafka: 10 s) call [`TxnCoordinator::abort_timed_out_transactions`], every
+//! `transaction.remove.expired.transaction.cleanup.interval.ms` (Kafka: 1 h)
+//! [`TxnCoordinator::expire_transactional_ids`]; both return writes to carry out the
+//! same way.
+//!
+//! Coordinator epoch: the markers carry the epoch a partition was loaded at
+//! ([`TxnCoordinator::begin_load`]); a partition leader refuses markers of an older
+//! coordinator epoch than the last it saw for the producer, so the caller must never
+//! load a partition at a lower epoch than before (a constant is fine on one broker).
 //!
 //! Start-up or a new partition: [`TxnCoordinator::begin_load`], every record of the
 //! partition in log order to [`TxnCoordinator::load_record`], then

@@ -244,3 +244,19 @@ fn an_empty_transaction_sends_no_marker_and_completes_at_once() {
     h.complete_markers();
     assert_eq!(h.state("tx"), TxnState::CompleteCommit);
 }
+
+#[test]
+fn a_write_reported_twice_or_out_of_turn_changes_nothing() {
+    let mut h = ongoing(4);
+    let Decision::Write(w1) = h.c.end_txn("tx", 500, 4, Abort, Tv0, None, T0) else { panic!() };
+    h.fail(&w1, ResponseError::NotEnoughReplicas);
+    let Decision::Write(w2) = h.c.end_txn("tx", 500, 4, Commit, Tv0, None, T0) else { panic!() };
+    // The first attempt reported again, now as written: not the awaited record.
+    let done = h.c.write_completed(&w1, Ok(()), T0);
+    assert_eq!(done, WriteDone { answer: Err(ResponseError::NotCoordinator), markers: None });
+    assert_eq!(h.c.pending_state("tx"), Some(TxnState::PrepareCommit));
+    assert_eq!(h.write(&w2).answer, Ok(pe(500, 4)));
+    let again = h.c.write_completed(&w2, Ok(()), T0);
+    assert_eq!(again.answer, Err(ResponseError::NotCoordinator));
+    assert_eq!(h.c.pending_state("tx"), Some(TxnState::CompleteCommit));
+}
