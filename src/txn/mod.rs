@@ -80,9 +80,9 @@ mod coordinator;
 mod describe;
 mod end_txn;
 mod init_producer_id;
-pub mod metadata;
-pub mod records;
-pub mod state;
+mod metadata;
+mod records;
+mod state;
 mod timeouts;
 
 #[cfg(test)]
@@ -96,9 +96,12 @@ use crate::error::ResponseError;
 
 pub use coordinator::TxnCoordinator;
 pub use describe::{ListFilter, ListedTxn, TxnDescription, TxnListing};
-pub use metadata::{TopicPartition, TxnMetadata, NO_PRODUCER_EPOCH, NO_PRODUCER_ID};
-pub use records::{DecodeError, TxnLogPartitions, TxnLogValue, TxnRecord};
-pub use state::{TransactionVersion, TxnResult, TxnState};
+pub use metadata::{
+    is_epoch_exhausted, InvalidTransition, TopicPartition, TxnMetadata, NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+};
+pub use records::{DecodeError, TxnLogPartitions, TxnLogValue, TxnRecord, KEY_VERSION};
+pub use state::{TransactionVersion, TxnResult, TxnState, ALL_STATES};
 
 /// The internal topic whose partition AddOffsetsToTxn adds (with the group's partition).
 pub const CONSUMER_OFFSETS_TOPIC: &str = "__consumer_offsets";
