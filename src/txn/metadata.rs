@@ -4,9 +4,12 @@
 //! Kafka prepares a `TxnTransitMetadata` and, once it is written, copies *some* of its
 //! fields into the live metadata depending on the target state. Here every `prepare_*`
 //! returns the whole [`TxnMetadata`] the id will have once the record is durable, with
-//! exactly the fields Kafka's `completeTransitionTo` would have changed, so that the
-//! record written is the state itself and replaying the log rebuilds what was in memory
-//! (the one field the log does not hold is `last_producer_epoch`).
+//! the fields Kafka's `completeTransitionTo` changes, so that the record written is the
+//! state itself and replaying the log rebuilds what was in memory (the one field the
+//! log does not hold is `last_producer_epoch`). One difference: after InitProducerId
+//! the start timestamp is -1 and the next producer id -1, as the record says, where
+//! Kafka keeps the previous transaction's values in memory until a reload clears them
+//! (DescribeTransactions and the ListTransactions duration filter see -1 here).
 
 use std::collections::BTreeSet;
 
