@@ -98,15 +98,26 @@ type ShardResults = Vec<KafkaResult<Appended>>;
 /// truncated batch), UNSUPPORTED_FOR_MESSAGE_FORMAT (magic < 2), MESSAGE_TOO_LARGE
 /// (batch above the topic's `max.message.bytes`), RECORD_LIST_TOO_LARGE (above its
 /// `segment.bytes`), INVALID_TIMESTAMP, INVALID_RECORD (also: not exactly one batch),
-/// INVALID_TXN_STATE (transactional batches: transactions are not implemented),
+/// INVALID_RECORD for a control batch (only a transaction coordinator writes those) or
+/// a transactional batch without a producer id, the verification errors of a
+/// transactional batch (below),
 /// INVALID_TOPIC_EXCEPTION (an internal topic such as `__consumer_offsets`),
 /// INVALID_REQUIRED_ACKS, and the owner's OUT_OF_ORDER_SEQUENCE_NUMBER /
-/// INVALID_PRODUCER_EPOCH / KAFKA_STORAGE_ERROR.
+/// INVALID_PRODUCER_EPOCH / INVALID_TXN_STATE / KAFKA_STORAGE_ERROR.
+///
+/// Transactional batches (KIP-890 part 1, Kafka's `ReplicaManager.appendRecords`
+/// with transaction verification): before they are appended, the transactional id's
+/// coordinator confirms their partitions are in the producer's ongoing transaction;
+/// a partition that is not gets INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v11),
+/// a fenced producer INVALID_PRODUCER_EPOCH, a coordinator that cannot tell
+/// NOT_ENOUGH_REPLICAS (retried by every client). A transactional batch without a
+/// transactional id in the request gets INVALID_TXN_STATE.
 pub async fn handle(ctx: &Ctx, request: ProduceRequest) -> Outcome<ProduceResponse> {
     let v = ctx.api_version;
     let acks = request.acks;
     let catalog = ctx.shard.catalog();
     let now = now_ms();
+    let refused = verify_transactional(ctx, &request).await;
     let mut fanout = match ctx.shard.config.produce_fanout {
         ProduceFanout::PerShard => Some(Fanout::new(ctx.shard.nr_shards)),
         ProduceFanout::PerBatch => None,
@@ -133,6 +144,10 @@ pub async fn handle(ctx: &Ctx, request: ProduceRequest) -> Outcome<ProduceRespon
                     Pending::Done(ResponseError::InvalidRequiredAcks, None)
                 }
                 None => Pending::Done(missing, None),
+                Some(meta) if refused.contains_key(&(meta.name.clone(), pd.index)) => {
+                    let (error, message) = refused[&(meta.name.clone(), pd.index)].clone();
+                    Pending::Done(error, Some(message))
+                }
                 Some(meta) => {
                     let records = pd.records.unwrap_or_default();
                     start(ctx, &mut fanout, meta, pd.index, records, now).await
@@ -154,6 +169,89 @@ pub async fn handle(ctx: &Ctx, request: ProduceRequest) -> Outcome<ProduceRespon
         }));
     }
     Outcome::later(respond(v, topics, grouped))
+}
+
+/// The partitions whose transactional batch may not be appended, with the error and
+/// message to answer (see [`handle`]); asks the coordinator once per request.
+async fn verify_transactional(
+    ctx: &Ctx,
+    request: &ProduceRequest,
+) -> std::collections::HashMap<(String, i32), (ResponseError, String)> {
+    let mut refused = std::collections::HashMap::new();
+    let catalog = ctx.shard.catalog();
+    let mut wanted = Vec::new();
+    let mut producer = None;
+    for topic in &request.topic_data {
+        let meta = if ctx.api_version >= 13 {
+            catalog.topic_by_id(topic.topic_id)
+        } else {
+            catalog.topic(topic.name.as_str())
+        };
+        let Some(meta) = meta else { continue };
+        for pd in &topic.partition_data {
+            let Some(records) = &pd.records else { continue };
+            let Ok(h) = crate::protocol::batch::RecordBatchHeader::parse_header(records) else {
+                continue;
+            };
+            if h.is_transactional() && !h.is_control() && h.producer_id >= 0 {
+                wanted.push((meta.name.clone(), pd.index));
+                producer.get_or_insert((h.producer_id, h.producer_epoch));
+            }
+        }
+    }
+    let Some((producer_id, producer_epoch)) = producer else { return refused };
+    let Some(id) = request.transactional_id.as_ref().map(|id| id.to_string()) else {
+        for tp in wanted {
+            let message = "Transactional records without a transactional id".to_string();
+            refused.insert(tp, (ResponseError::InvalidTxnState, message));
+        }
+        return refused;
+    };
+    let partitions = wanted.clone();
+    let answer = super::txn_route::ask(ctx, &id.clone(), |reply| {
+        crate::shard::transactions::TxnCall::Verify {
+            transactional_id: id,
+            producer_id,
+            producer_epoch,
+            partitions,
+            reply,
+        }
+    })
+    .await
+    .await;
+    let results = match answer {
+        Ok(results) => results,
+        Err(e) => wanted.into_iter().map(|tp| (tp, Some(e))).collect(),
+    };
+    for (tp, error) in results {
+        let Some(error) = error else { continue };
+        let (error, message) = match error {
+            ResponseError::ProducerFenced => {
+                (ResponseError::InvalidProducerEpoch, "Producer is fenced".to_string())
+            }
+            ResponseError::TransactionAbortable | ResponseError::InvalidTxnState => {
+                let e = if ctx.api_version > 10 {
+                    ResponseError::TransactionAbortable
+                } else {
+                    ResponseError::InvalidTxnState
+                };
+                (e, "Partition was not added to the transaction".to_string())
+            }
+            ResponseError::ConcurrentTransactions
+            | ResponseError::CoordinatorLoadInProgress
+            | ResponseError::CoordinatorNotAvailable
+            | ResponseError::NotCoordinator => (
+                ResponseError::NotEnoughReplicas,
+                format!(
+                    "Unable to verify the partition has been added to the transaction. \
+                     Underlying error: {error:?}"
+                ),
+            ),
+            e => (e, e.to_string()),
+        };
+        refused.insert(tp, (error, message));
+    }
+    refused
 }
 
 /// Validates one partition's records, then adds its batches to the owner's
@@ -224,8 +322,9 @@ struct Limits {
 /// partition (INVALID_RECORD otherwise, as Produce v3+ requires), magic 2
 /// (UNSUPPORTED_FOR_MESSAGE_FORMAT), a whole batch with a matching CRC (CORRUPT_MESSAGE),
 /// at most `max.message.bytes` (MESSAGE_TOO_LARGE) and at most `segment.bytes`
-/// (RECORD_LIST_TOO_LARGE), consistent offsets and count (INVALID_RECORD), not
-/// transactional (INVALID_TXN_STATE, until transactions exist), a timestamp not too
+/// (RECORD_LIST_TOO_LARGE), consistent offsets and count (INVALID_RECORD), no control
+/// batch and no transactional batch without a producer id (INVALID_RECORD), a
+/// timestamp not too
 /// far ahead of the broker's clock (INVALID_TIMESTAMP), and on a compacted topic a key
 /// on every record (INVALID_RECORD; records that do not decode: CORRUPT_MESSAGE). A
 /// batch in another codec than the topic's `compression.type` is returned recompressed
@@ -304,10 +403,16 @@ fn validate(
             ),
         ));
     }
-    if header.is_transactional() || header.is_control() {
+    if header.is_control() {
         return Err((
-            ResponseError::InvalidTxnState,
-            "Transactions are not supported by this broker yet".into(),
+            ResponseError::InvalidRecord,
+            "Clients are not allowed to write control records".into(),
+        ));
+    }
+    if header.is_transactional() && header.producer_id < 0 {
+        return Err((
+            ResponseError::InvalidRecord,
+            "A transactional record batch needs a producer id".into(),
         ));
     }
     if !header.timestamp_type_log_append()

@@ -59,6 +59,9 @@ pub fn coordinator_shard(transactional_id: &str, nr_shards: usize) -> usize {
     crate::txn::partition_for(transactional_id, TXN_PARTITIONS) as usize % nr_shards.max(1)
 }
 
+/// Each partition of a verification, with its error (None: in the transaction).
+pub type Verified = Vec<(TopicPartition, Option<ResponseError>)>;
+
 /// A transaction request as it crosses to the coordinating shard (already decoded;
 /// the handler builds the response from the typed answer).
 #[derive(Debug)]
@@ -92,7 +95,7 @@ pub enum TxnCall {
         producer_id: i64,
         producer_epoch: i16,
         partitions: Vec<TopicPartition>,
-        reply: Reply<KafkaResult<Vec<(TopicPartition, Option<ResponseError>)>>>,
+        reply: Reply<KafkaResult<Verified>>,
     },
     /// EndTxn.
     EndTxn {
@@ -392,7 +395,7 @@ impl TxnHost {
                             tracing::warn!(topic = %tp.0, partition = tp.1, transactional_id = %markers.transactional_id, error = %e, "transaction marker refused; not retried");
                         }
                         Err(e) => {
-                            if tries == 1 || tries % 100 == 0 {
+                            if tries == 1 || tries.is_multiple_of(100) {
                                 tracing::warn!(topic = %tp.0, partition = tp.1, transactional_id = %markers.transactional_id, error = %e, "transaction marker not written; retrying");
                             }
                             left.push(tp);
