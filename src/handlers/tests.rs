@@ -246,28 +246,168 @@ fn metadata_by_topic_id_ignores_the_name_that_comes_with_it() {
     });
 }
 
-#[test]
-fn transactional_init_producer_id_fails_without_retry() {
-    use kafka_protocol::messages::{InitProducerIdRequest, TransactionalId};
-    with_shard(|shard| async move {
-        for version in 0..=5 {
-            let body = RequestKind::InitProducerId(
-                InitProducerIdRequest::default()
-                    .with_transactional_id(Some(TransactionalId(StrBytes::from_static_str("tx"))))
-                    .with_transaction_timeout_ms(60_000),
-            );
-            let d =
-                dispatch(&ctx(&shard, version), frame(ApiKey::InitProducerId, version, 1, &body))
-                    .await;
-            let Ok(Dispatched { outcome: Outcome::Ready(ResponseKind::InitProducerId(r)), .. }) = d
-            else {
-                panic!("v{version}: no immediate answer");
-            };
-            // TRANSACTIONAL_ID_AUTHORIZATION_FAILED: given up at once by the Java producer
-            // and librdkafka, unlike COORDINATOR_NOT_AVAILABLE or UNSUPPORTED_VERSION.
-            assert_eq!(r.error_code, 53, "v{version}");
-            assert_eq!((r.producer_id.0, r.producer_epoch), (-1, -1));
+/// Sends `body` (API `api`, version `v`) and waits for its answer, immediate or deferred.
+async fn answer(shard: &Rc<Shard>, api: ApiKey, v: i16, body: RequestKind) -> ResponseKind {
+    match dispatch(&ctx(shard, v), frame(api, v, 9, &body)).await {
+        Ok(Dispatched { outcome: Outcome::Ready(r), .. }) => r,
+        Ok(Dispatched { outcome: Outcome::Later(later) | Outcome::Serial(later), .. }) => {
+            later.await.expect("an answer")
         }
+        _ => panic!("{api:?} v{v}: not answered"),
+    }
+}
+
+#[test]
+fn a_transaction_through_the_handlers() {
+    use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
+    use kafka_protocol::messages::create_topics_request::CreatableTopic;
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    use kafka_protocol::messages::*;
+    with_shard(|shard| async move {
+        let tx = TopicName(StrBytes::from_static_str("tx"));
+        create_topics(
+            &shard,
+            vec![CreatableTopic::default()
+                .with_name(tx.clone())
+                .with_num_partitions(2)
+                .with_replication_factor(1)],
+        )
+        .await;
+        let id = || TransactionalId(StrBytes::from_static_str("t1"));
+        let init = || {
+            RequestKind::InitProducerId(
+                InitProducerIdRequest::default()
+                    .with_transactional_id(Some(id()))
+                    .with_transaction_timeout_ms(60_000),
+            )
+        };
+        let ResponseKind::InitProducerId(first) =
+            answer(&shard, ApiKey::InitProducerId, 4, init()).await
+        else {
+            panic!()
+        };
+        assert_eq!((first.error_code, first.producer_epoch), (0, 0));
+        let pid = first.producer_id;
+        // A second producer with the same id fences the first: same id, epoch 1.
+        let ResponseKind::InitProducerId(second) =
+            answer(&shard, ApiKey::InitProducerId, 4, init()).await
+        else {
+            panic!()
+        };
+        assert_eq!((second.error_code, second.producer_id, second.producer_epoch), (0, pid, 1));
+        let add = |epoch: i16, topics: Vec<(&'static str, Vec<i32>)>| {
+            RequestKind::AddPartitionsToTxn(
+                AddPartitionsToTxnRequest::default()
+                    .with_v3_and_below_transactional_id(id())
+                    .with_v3_and_below_producer_id(pid)
+                    .with_v3_and_below_producer_epoch(epoch)
+                    .with_v3_and_below_topics(
+                        topics
+                            .into_iter()
+                            .map(|(t, ps)| {
+                                AddPartitionsToTxnTopic::default()
+                                    .with_name(TopicName(StrBytes::from_static_str(t)))
+                                    .with_partitions(ps)
+                            })
+                            .collect(),
+                    ),
+            )
+        };
+        let codes = |r: ResponseKind| -> Vec<(String, i32, i16)> {
+            let ResponseKind::AddPartitionsToTxn(r) = r else { panic!() };
+            r.results_by_topic_v3_and_below
+                .iter()
+                .flat_map(|t| {
+                    t.results_by_partition
+                        .iter()
+                        .map(|p| (t.name.to_string(), p.partition_index, p.partition_error_code))
+                })
+                .collect()
+        };
+        // The fenced epoch: PRODUCER_FENCED (90) from v2, INVALID_PRODUCER_EPOCH (47) before.
+        let fenced = answer(&shard, ApiKey::AddPartitionsToTxn, 3, add(0, vec![("tx", vec![0])]));
+        assert_eq!(codes(fenced.await), vec![("tx".into(), 0, 90)]);
+        let fenced = answer(&shard, ApiKey::AddPartitionsToTxn, 1, add(0, vec![("tx", vec![0])]));
+        assert_eq!(codes(fenced.await), vec![("tx".into(), 0, 47)]);
+        // An unknown partition: UNKNOWN_TOPIC_OR_PARTITION (3), the rest
+        // OPERATION_NOT_ATTEMPTED (55).
+        let r = add(1, vec![("tx", vec![0, 7])]);
+        let r = answer(&shard, ApiKey::AddPartitionsToTxn, 3, r).await;
+        assert_eq!(codes(r), vec![("tx".into(), 0, 55), ("tx".into(), 7, 3)]);
+        let r = answer(&shard, ApiKey::AddPartitionsToTxn, 3, add(1, vec![("tx", vec![0])])).await;
+        assert_eq!(codes(r), vec![("tx".into(), 0, 0)]);
+        // Transactional batches: partition 0 was added, partition 1 was not.
+        let batch = bytes::Bytes::from(crate::protocol::batch::testing::build_batch(
+            &crate::protocol::batch::testing::BatchSpec {
+                records: 2,
+                producer_id: pid.0,
+                producer_epoch: 1,
+                base_sequence: 0,
+                attributes: crate::protocol::batch::ATTR_TRANSACTIONAL,
+                ..Default::default()
+            },
+        ));
+        let produce = ProduceRequest::default()
+            .with_transactional_id(Some(id()))
+            .with_acks(-1)
+            .with_timeout_ms(5_000)
+            .with_topic_data(vec![TopicProduceData::default()
+                .with_name(tx.clone())
+                .with_partition_data(
+                    (0..2)
+                        .map(|p| {
+                            PartitionProduceData::default()
+                                .with_index(p)
+                                .with_records(Some(batch.clone()))
+                        })
+                        .collect(),
+                )]);
+        let ResponseKind::Produce(r) =
+            answer(&shard, ApiKey::Produce, 9, RequestKind::Produce(produce)).await
+        else {
+            panic!()
+        };
+        let got: Vec<(i32, i16)> =
+            r.responses[0].partition_responses.iter().map(|p| (p.index, p.error_code)).collect();
+        assert_eq!(got, vec![(0, 0), (1, 48)], "INVALID_TXN_STATE for the partition not added");
+        let log = shard.log("tx", 0).unwrap().log.clone();
+        assert_eq!((log.high_watermark(), log.last_stable_offset()), (2, 0));
+        // Commit: answered once PrepareCommit is durable; the marker follows.
+        let end = RequestKind::EndTxn(
+            EndTxnRequest::default()
+                .with_transactional_id(id())
+                .with_producer_id(pid)
+                .with_producer_epoch(1)
+                .with_committed(true),
+        );
+        let ResponseKind::EndTxn(r) = answer(&shard, ApiKey::EndTxn, 3, end).await else {
+            panic!()
+        };
+        assert_eq!(r.error_code, 0);
+        for _ in 0..100 {
+            if log.last_stable_offset() == 3 {
+                break;
+            }
+            glommio::timer::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert_eq!((log.high_watermark(), log.last_stable_offset()), (3, 3));
+        let describe = RequestKind::DescribeTransactions(
+            DescribeTransactionsRequest::default().with_transactional_ids(vec![id()]),
+        );
+        let mut state = String::new();
+        for _ in 0..100 {
+            let ResponseKind::DescribeTransactions(r) =
+                answer(&shard, ApiKey::DescribeTransactions, 0, describe.clone()).await
+            else {
+                panic!()
+            };
+            state = r.transaction_states[0].transaction_state.to_string();
+            if state == "CompleteCommit" {
+                break;
+            }
+            glommio::timer::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert_eq!(state, "CompleteCommit");
     });
 }
 
