@@ -1,6 +1,7 @@
 //! The Kafka wire format, without I/O: frame limits, request header decode, topic
-//! name rules, string conversions and the record batch header view. Nothing here
-//! imports glommio, so it can be unit-tested and fuzzed on its own.
+//! name rules, string conversions, the record batch header view and transaction
+//! markers (`control`). Nothing here imports glommio, so it can be unit-tested and
+//! fuzzed on its own.
 
 pub mod batch;
 pub mod control;

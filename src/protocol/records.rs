@@ -37,17 +37,42 @@ pub fn encode_plain_batch(
     records: impl IntoIterator<Item = (Option<Bytes>, Option<Bytes>, i64)>,
     compression: kafka_protocol::records::Compression,
 ) -> Result<Bytes, RecordsError> {
+    encode_batch(None, records, compression)
+}
+
+/// [`encode_plain_batch`] as a transactional batch (attribute bit 4) of producer
+/// `producer_id` at `producer_epoch`, base sequence -1: what the group coordinator
+/// appends for a TxnOffsetCommit (Kafka's coordinator writes base sequence 0 and
+/// skips the log's sequence checks for its own writes; -1 gets the same from this
+/// log: the epoch is fenced, the sequence is not checked).
+pub fn encode_transactional_batch(
+    producer_id: i64,
+    producer_epoch: i16,
+    records: impl IntoIterator<Item = (Option<Bytes>, Option<Bytes>, i64)>,
+    compression: kafka_protocol::records::Compression,
+) -> Result<Bytes, RecordsError> {
+    encode_batch(Some((producer_id, producer_epoch)), records, compression)
+}
+
+/// One batch of `records` (see [`encode_plain_batch`]), transactional for
+/// `producer` (id, epoch) when given.
+fn encode_batch(
+    producer: Option<(i64, i16)>,
+    records: impl IntoIterator<Item = (Option<Bytes>, Option<Bytes>, i64)>,
+    compression: kafka_protocol::records::Compression,
+) -> Result<Bytes, RecordsError> {
     use kafka_protocol::records::{Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
+    let (producer_id, producer_epoch) = producer.unwrap_or((-1, -1));
     let records: Vec<Record> = records
         .into_iter()
         .enumerate()
         .map(|(i, (key, value, timestamp))| Record {
-            transactional: false,
+            transactional: producer.is_some(),
             control: false,
             delete_horizon: false,
             partition_leader_epoch: 0,
-            producer_id: -1,
-            producer_epoch: -1,
+            producer_id,
+            producer_epoch,
             timestamp_type: TimestampType::Creation,
             offset: i as i64,
             sequence: i as i32 - 1,
