@@ -11,7 +11,7 @@ use kafka_protocol::messages::{
 
 use super::group::GroupKind;
 use super::state::GroupState;
-use super::{GroupCoordinator, Output, RequestToken};
+use super::{GroupCoordinator, GroupRecord, Output, RequestToken};
 use crate::error::{code, ResponseError};
 use crate::protocol::strings::sb;
 
@@ -172,7 +172,24 @@ impl GroupCoordinator {
                     None | Some(GroupState::Dead) => Some(ResponseError::GroupIdNotFound),
                     Some(GroupState::Empty) => {
                         if let Some(g) = self.remove_group(id.0.as_str()) {
-                            out.extend(g.tombstones().map(Output::Persist));
+                            // The committed offsets' tombstones, then one for each
+                            // partition with only pending transactional offsets
+                            // (they go too: Kafka's `deleteAllOffsets`), then the
+                            // group's.
+                            let mut records: Vec<GroupRecord> = g.tombstones().collect();
+                            let group_tombstone = records.pop();
+                            for (topic, partition) in self.pending.partitions_of(&g.group_id) {
+                                self.pending.remove_partition(&g.group_id, &topic, partition);
+                                if !g.offsets.contains_key(&(topic.clone(), partition)) {
+                                    records.push(GroupRecord::OffsetTombstone {
+                                        group: g.group_id.clone(),
+                                        topic,
+                                        partition,
+                                    });
+                                }
+                            }
+                            records.extend(group_tombstone);
+                            out.extend(records.into_iter().map(Output::Persist));
                         }
                         None
                     }

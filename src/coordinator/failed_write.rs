@@ -30,21 +30,33 @@ pub const FAILED_WRITE_ERROR: ResponseError = ResponseError::NotCoordinator;
 /// Rewrites `response` to report [`FAILED_WRITE_ERROR`] where it reports success (an
 /// error code of 0; other errors, such as OFFSET_METADATA_TOO_LARGE, stay): the
 /// top-level code and every per-partition or per-group code of the responses of
-/// requests that write group state (OffsetCommit, SyncGroup, JoinGroup, LeaveGroup,
-/// DeleteGroups, OffsetDelete, ConsumerGroupHeartbeat). A SyncGroup or
+/// requests that write group state (OffsetCommit, TxnOffsetCommit, SyncGroup,
+/// JoinGroup, LeaveGroup, DeleteGroups, OffsetDelete, ConsumerGroupHeartbeat). A SyncGroup or
 /// ConsumerGroupHeartbeat response that failed loses its assignment. Other responses
 /// (reads) are left as they are.
 pub fn answer_failed_write(response: &mut ResponseKind) {
+    answer_failed_write_with(response, FAILED_WRITE_ERROR)
+}
+
+/// [`answer_failed_write`] with `error` instead of [`FAILED_WRITE_ERROR`]: for a
+/// TxnOffsetCommit whose batch the log refused with INVALID_PRODUCER_EPOCH (Kafka
+/// passes that error through, `CoordinatorOperationExceptionHelper`).
+pub fn answer_failed_write_with(response: &mut ResponseKind, error: ResponseError) {
     // Sets a success code to the failure; true if it did.
-    fn fail(error_code: &mut i16) -> bool {
+    let fail = |error_code: &mut i16| -> bool {
         let ok = *error_code == 0;
         if ok {
-            *error_code = FAILED_WRITE_ERROR.code();
+            *error_code = error.code();
         }
         ok
-    }
+    };
     match response {
         ResponseKind::OffsetCommit(r) => {
+            for p in r.topics.iter_mut().flat_map(|t| t.partitions.iter_mut()) {
+                fail(&mut p.error_code);
+            }
+        }
+        ResponseKind::TxnOffsetCommit(r) => {
             for p in r.topics.iter_mut().flat_map(|t| t.partitions.iter_mut()) {
                 fail(&mut p.error_code);
             }

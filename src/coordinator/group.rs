@@ -26,6 +26,16 @@ pub(crate) struct CommittedOffset {
     /// Explicit expiry (ms) from OffsetCommit v2-v4 `retention_time_ms`; `None` = use
     /// the configured retention.
     pub expire_timestamp_ms: Option<i64>,
+    /// Where the record that set this offset stands in the internal log's order
+    /// (Kafka's `OffsetAndMetadata.recordOffset`): its offset when replayed; for a
+    /// commit since start-up, a number from the coordinator's counter, which follows
+    /// the order of the appends and starts above every replayed offset. A
+    /// transactional offset replaces a committed one only if it is later in this
+    /// order.
+    pub log_order: i64,
+    /// The `log_order` of the committed offset this one replaced in memory (a commit
+    /// since start-up), which undoing this commit's failed write puts back.
+    pub replaced_log_order: Option<i64>,
 }
 
 /// Committed offsets by (topic, partition).

@@ -20,7 +20,63 @@ impl GroupCoordinator {
     /// group ([`GroupRecord::ConsumerGroup`]) comes back with its epochs, members
     /// (epochs, subscriptions, current and target assignments) and subscription
     /// metadata; its members' session timers start at `set_loading(false, now)`.
+    ///
+    /// The record counts as the latest in log order (see [`GroupCoordinator::replay`]
+    /// for a record read at a known offset, or from a transactional batch).
     pub fn load(&mut self, record: GroupRecord) {
+        let log_order = self.take_log_order();
+        self.load_at(record, log_order);
+    }
+
+    /// Replay one record read from the internal log at offset `record_offset`
+    /// (start-up, in log order); `transactional_producer`: the producer id of its
+    /// record batch when that batch is transactional. An offset commit of a
+    /// transactional batch is pending for that producer (invisible to OffsetFetch)
+    /// until its transaction marker, replayed with
+    /// [`GroupCoordinator::complete_transaction`], commits or drops it; one with no
+    /// marker after it stays pending. Everything else is [`GroupCoordinator::load`]ed,
+    /// remembering `record_offset` for the order of transactional commits. Kafka
+    /// source: `OffsetMetadataManager.replay(recordOffset, producerId, key, value)`.
+    pub fn replay(
+        &mut self,
+        record_offset: i64,
+        transactional_producer: Option<i64>,
+        record: GroupRecord,
+    ) {
+        self.next_log_order = self.next_log_order.max(record_offset.saturating_add(1));
+        match (transactional_producer, record) {
+            (
+                Some(producer_id),
+                GroupRecord::Offset {
+                    group,
+                    topic,
+                    partition,
+                    offset,
+                    leader_epoch,
+                    metadata,
+                    commit_timestamp_ms,
+                    expire_timestamp_ms,
+                },
+            ) => {
+                // Kafka creates the (simple) group when it replays an offset commit.
+                self.groups.entry(group.clone()).or_insert_with(|| Group::classic(&group, None));
+                let c = CommittedOffset {
+                    offset,
+                    leader_epoch,
+                    metadata,
+                    commit_timestamp_ms,
+                    expire_timestamp_ms,
+                    log_order: record_offset,
+                    replaced_log_order: None,
+                };
+                self.pending.put(producer_id, &group, (topic, partition), c);
+            }
+            (_, record) => self.load_at(record, record_offset),
+        }
+    }
+
+    /// [`GroupCoordinator::load`] with the record's place in log order.
+    pub(super) fn load_at(&mut self, record: GroupRecord, log_order: i64) {
         self.group_write_succeeded(&record);
         match record {
             GroupRecord::Offset {
@@ -45,10 +101,15 @@ impl GroupCoordinator {
                         metadata,
                         commit_timestamp_ms,
                         expire_timestamp_ms,
+                        log_order,
+                        replaced_log_order: None,
                     },
                 );
             }
             GroupRecord::OffsetTombstone { group, topic, partition } => {
+                // It deletes the partition's pending transactional offsets too (Kafka's
+                // replay of an offset tombstone).
+                self.pending.remove_partition(&group, &topic, partition);
                 if let Some(g) = self.groups.get_mut(&group) {
                     g.offsets.remove(&(topic, partition));
                     if g.offsets.is_empty() && !has_metadata(g) {
@@ -130,7 +191,7 @@ impl GroupCoordinator {
 }
 
 /// Whether a loaded group carries metadata of its own (not just offsets).
-fn has_metadata(g: &Group) -> bool {
+pub(super) fn has_metadata(g: &Group) -> bool {
     match &g.kind {
         GroupKind::Classic(c) => {
             c.generation > 0 || c.protocol_type.is_some() || !c.members.is_empty()

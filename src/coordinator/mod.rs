@@ -41,7 +41,8 @@
 //!   `rebalance.rs`, `sync.rs`, `heartbeat.rs`, `leave.rs`, `timers.rs`, `ctx.rs` (per
 //!   call context and the parked JoinGroup / SyncGroup answers);
 //! - `consumer/`: the consumer group protocol (KIP-848), with `assignor.rs`;
-//! - `offsets/`: OffsetCommit, OffsetFetch, OffsetDelete, retention;
+//! - `offsets/`: OffsetCommit, OffsetFetch, OffsetDelete, retention, TxnOffsetCommit
+//!   and the pending transactional offsets that transaction markers complete;
 //! - `describe.rs`: ListGroups, DescribeGroups, DeleteGroups;
 //! - `failed_write.rs`: the error a response carries when its write failed;
 //! - `records.rs` (the stored format), `codec.rs` (its value encoding), `load.rs`
@@ -77,7 +78,7 @@ mod tests;
 use std::collections::{BTreeSet, HashMap};
 
 pub use config::CoordinatorConfig;
-pub use failed_write::{answer_failed_write, FAILED_WRITE_ERROR};
+pub use failed_write::{answer_failed_write, answer_failed_write_with, FAILED_WRITE_ERROR};
 pub use records::{ConsumerMemberRecord, DecodeError, GroupRecord, MemberRecord};
 pub use state::GroupState;
 
@@ -102,6 +103,22 @@ pub enum Output {
     /// Append this record to the internal log. Any `Respond` after it in the same `Vec`
     /// must wait until the append is durable.
     Persist(GroupRecord),
+    /// Append these offset records to the internal log as ONE transactional record
+    /// batch of producer `producer_id` at `producer_epoch` (TxnOffsetCommit; Kafka's
+    /// coordinator runtime writes a transaction's offsets the same way). Any `Respond`
+    /// after it waits for it, as for `Persist`. If the append fails, call
+    /// [`GroupCoordinator::transactional_write_failed`] with the same producer id and
+    /// records, and answer the responses after it with the append's error
+    /// (INVALID_PRODUCER_EPOCH when the log fenced the epoch, else the error of
+    /// [`answer_failed_write`]).
+    PersistTransactional {
+        /// The transactional producer's id.
+        producer_id: i64,
+        /// Its epoch (the log refuses an epoch older than one it has seen).
+        producer_epoch: i16,
+        /// [`GroupRecord::Offset`]s, in request order.
+        records: Vec<GroupRecord>,
+    },
 }
 
 /// The group coordinator (classic and consumer groups) for the groups of one shard.
@@ -126,6 +143,13 @@ pub struct GroupCoordinator {
     /// one (replayed, or written and acknowledged by the log): what a failed write of a
     /// later one puts the group back to ([`GroupCoordinator::group_write_failed`]).
     durable_consumer_groups: HashMap<String, GroupRecord>,
+    /// Offsets of transactions still open (TxnOffsetCommit, or replayed from a
+    /// transactional batch without its marker yet), invisible to OffsetFetch until
+    /// [`GroupCoordinator::complete_transaction`] commits them.
+    pending: offsets::PendingOffsets,
+    /// The next `log_order` a committed or pending offset gets (see
+    /// `CommittedOffset::log_order`): above every replayed record offset.
+    next_log_order: i64,
 }
 
 /// Source of generated member ids: random v4 UUIDs, or `Some((seed, counter))` for
@@ -163,6 +187,8 @@ impl GroupCoordinator {
             ids: MemberIds(None),
             topics: consumer::TopicCatalog::new(),
             durable_consumer_groups: HashMap::new(),
+            pending: offsets::PendingOffsets::default(),
+            next_log_order: 0,
         }
     }
 
@@ -273,6 +299,13 @@ impl GroupCoordinator {
             self.next_retention_check_ms =
                 Some(now_ms + self.config.offsets_retention_check_interval_ms);
         }
+    }
+
+    /// The `log_order` for the next offset written (see `CommittedOffset::log_order`).
+    fn take_log_order(&mut self) -> i64 {
+        let order = self.next_log_order;
+        self.next_log_order += 1;
+        order
     }
 
     /// Forget a group and its timer entry.

@@ -31,10 +31,14 @@ use super::state::REOPEN_BACKOFF;
 use crate::clock::now_ms;
 use crate::config::{Config, FlushPolicy};
 use crate::coordinator::{
-    answer_failed_write, CoordinatorConfig, GroupCoordinator, GroupRecord, Output, RequestToken,
+    answer_failed_write_with, CoordinatorConfig, GroupCoordinator, GroupRecord, Output,
+    RequestToken, FAILED_WRITE_ERROR,
 };
+use crate::error::ResponseError;
+use crate::log::AppendError;
 use crate::log::{LogConfig, PartitionLog};
 use crate::metadata::{Catalog, OffsetsPlacement};
+use crate::protocol::control::ControlType;
 
 /// Number of offsets partitions (Kafka's `offsets.topic.num.partitions` default), the
 /// partitions of the internal topic `__consumer_offsets`.
@@ -102,7 +106,10 @@ pub struct GroupHost {
 }
 
 /// Group id -> the flags of that group's writes in flight (set when one fails).
-type WritesInFlight = Rc<RefCell<HashMap<Rc<str>, Vec<Rc<Cell<bool>>>>>>;
+type WritesInFlight = Rc<RefCell<HashMap<Rc<str>, Vec<WriteFlag>>>>;
+
+/// Set when a write fails, to the error the responses that depend on it get.
+type WriteFlag = Rc<Cell<Option<ResponseError>>>;
 
 impl GroupHost {
     /// Opens the offsets partitions shard `id` owns and replays them.
@@ -130,7 +137,8 @@ impl GroupHost {
                 continue;
             }
             let log = PartitionLog::open(dir.clone(), log_config(config)).await?;
-            loaded += replay(&log, &mut coordinator, &dir).await?;
+            let in_partition = |g: &str| offsets_partition(g, placement) == p;
+            loaded += replay(&log, &mut coordinator, &dir, &in_partition).await?;
             logs.insert(p, log);
         }
         coordinator.set_loading(false, now_ms());
@@ -197,6 +205,7 @@ impl GroupHost {
                 RequestKind::Heartbeat(r) => c.heartbeat(token, v, r, now),
                 RequestKind::LeaveGroup(r) => c.leave_group(token, v, r, now),
                 RequestKind::OffsetCommit(r) => c.offset_commit(token, v, r, now),
+                RequestKind::TxnOffsetCommit(r) => c.txn_offset_commit(token, v, r, now),
                 RequestKind::OffsetFetch(r) => c.offset_fetch(token, v, r, now),
                 RequestKind::ListGroups(r) => c.list_groups(token, v, r, now),
                 RequestKind::DescribeGroups(r) => c.describe_groups(token, v, r, now),
@@ -361,7 +370,7 @@ impl GroupHost {
         let answer_failures = request.is_some();
         let request_group = request.flatten();
         // This group's writes started before (their own responses wait for them too).
-        let earlier: Vec<(Rc<str>, Rc<Cell<bool>>)> = request_group
+        let earlier: Vec<(Rc<str>, WriteFlag)> = request_group
             .and_then(|g| {
                 let writing = self.writing.borrow();
                 let (name, flags) = writing.get_key_value(g)?;
@@ -369,7 +378,12 @@ impl GroupHost {
             })
             .unwrap_or_default();
         for output in &outputs {
-            if let Output::Persist(record) = output {
+            let record = match output {
+                Output::Persist(record) => Some(record),
+                Output::PersistTransactional { records, .. } => records.first(),
+                Output::Respond { .. } => None,
+            };
+            if let Some(record) = record {
                 let p = offsets_partition(record.group(), self.placement);
                 if let Err(e) = self.log_for(p).await {
                     tracing::error!(
@@ -389,11 +403,11 @@ impl GroupHost {
         // One flag per write of this call, set if it fails; a response depends on the
         // writes before it (only in a call for one request: a timer's call mixes groups,
         // and its writes are only logged).
-        let mut written: Vec<(Rc<str>, Rc<Cell<bool>>)> = earlier;
+        let mut written: Vec<(Rc<str>, WriteFlag)> = earlier;
         for output in outputs {
             match output {
                 Output::Persist(record) => {
-                    let failed = Rc::new(Cell::new(false));
+                    let failed: WriteFlag = Rc::new(Cell::new(None));
                     let group: Rc<str> = Rc::from(record.group());
                     written.push((group.clone(), failed.clone()));
                     let Some(log) = self
@@ -406,7 +420,7 @@ impl GroupHost {
                             group = record.group(),
                             "no offsets partition on this shard for the group; answering NOT_COORDINATOR"
                         );
-                        failed.set(true);
+                        failed.set(Some(FAILED_WRITE_ERROR));
                         if let Some(previous) = undo_of(&record, &previous) {
                             self.coordinator.borrow_mut().revert_offset(&record, previous);
                         }
@@ -434,7 +448,7 @@ impl GroupHost {
                                 error = %e,
                                 "writing group state failed; answering NOT_COORDINATOR"
                             );
-                            failed.set(true);
+                            failed.set(Some(FAILED_WRITE_ERROR));
                             let mut c = coordinator.borrow_mut();
                             if let Some(previous) = undo {
                                 c.revert_offset(&record, previous);
@@ -442,6 +456,54 @@ impl GroupHost {
                             // A group's metadata: it rebalances (the group timers carry
                             // out what that answers).
                             deferred.borrow_mut().extend(c.group_write_failed(&record, now_ms()));
+                        }
+                        barrier.finish(seq);
+                    });
+                    if future::poll_once(&mut append).await.is_none() {
+                        appends.push(append);
+                    }
+                }
+                Output::PersistTransactional { producer_id, producer_epoch, records } => {
+                    let Some(group) = records.first().map(|r| Rc::<str>::from(r.group())) else {
+                        continue;
+                    };
+                    // Only this request's response depends on it: a refused or failed
+                    // transactional write changed nothing other requests were told.
+                    let failed: WriteFlag = Rc::new(Cell::new(None));
+                    written.push((group.clone(), failed.clone()));
+                    let p = offsets_partition(&group, self.placement);
+                    let Some(log) = self.logs.borrow().get(&p).cloned() else {
+                        tracing::error!(
+                            group = %group,
+                            "no offsets partition on this shard for the group; answering NOT_COORDINATOR"
+                        );
+                        failed.set(Some(FAILED_WRITE_ERROR));
+                        let mut c = self.coordinator.borrow_mut();
+                        c.transactional_write_failed(producer_id, &records);
+                        continue;
+                    };
+                    let batch = encode_transactional(producer_id, producer_epoch, &records);
+                    let seq = self.barrier.start();
+                    let barrier = self.barrier.clone();
+                    let coordinator = self.coordinator.clone();
+                    let mut append: Pin<Box<dyn Future<Output = ()>>> = Box::pin(async move {
+                        if let Err(e) = log.append(batch, now_ms()).await {
+                            let error = match e {
+                                AppendError::InvalidProducerEpoch => {
+                                    ResponseError::InvalidProducerEpoch
+                                }
+                                _ => {
+                                    tracing::error!(
+                                        group = %group,
+                                        error = %e,
+                                        "writing transactional offsets failed; answering NOT_COORDINATOR"
+                                    );
+                                    FAILED_WRITE_ERROR
+                                }
+                            };
+                            failed.set(Some(error));
+                            let mut c = coordinator.borrow_mut();
+                            c.transactional_write_failed(producer_id, &records);
                         }
                         barrier.finish(seq);
                     });
@@ -494,11 +556,12 @@ impl GroupHost {
 /// Turns `response` into the failed-write error if a write it depends on (by group)
 /// failed: per group for DeleteGroups (each group's tombstones are its own writes),
 /// the whole response otherwise (one request, one group).
-fn answer_failures_of(depends: &[(Rc<str>, Rc<Cell<bool>>)], response: &mut ResponseKind) {
-    let failed: Vec<&str> = depends.iter().filter(|(_, f)| f.get()).map(|(g, _)| &**g).collect();
-    if failed.is_empty() {
+fn answer_failures_of(depends: &[(Rc<str>, WriteFlag)], response: &mut ResponseKind) {
+    let failed: Vec<&str> =
+        depends.iter().filter(|(_, f)| f.get().is_some()).map(|(g, _)| &**g).collect();
+    let Some(error) = depends.iter().find_map(|(_, f)| f.get()) else {
         return;
-    }
+    };
     if let ResponseKind::DeleteGroups(r) = response {
         for result in &mut r.results {
             if result.error_code == 0 && failed.contains(&result.group_id.0.as_str()) {
@@ -507,11 +570,11 @@ fn answer_failures_of(depends: &[(Rc<str>, Rc<Cell<bool>>)], response: &mut Resp
         }
         return;
     }
-    answer_failed_write(response);
+    answer_failed_write_with(response, error);
 }
 
 /// Takes a finished write's `flag` out of the writes in flight of `group`.
-fn forget_write(writing: &WritesInFlight, group: &Rc<str>, flag: &Rc<Cell<bool>>) {
+fn forget_write(writing: &WritesInFlight, group: &Rc<str>, flag: &WriteFlag) {
     let mut writing = writing.borrow_mut();
     if let Some(flags) = writing.get_mut(group) {
         flags.retain(|f| !Rc::ptr_eq(f, flag));
@@ -530,6 +593,7 @@ fn group_of(request: &RequestKind) -> Option<String> {
         RequestKind::Heartbeat(r) => &r.group_id,
         RequestKind::LeaveGroup(r) => &r.group_id,
         RequestKind::OffsetCommit(r) => &r.group_id,
+        RequestKind::TxnOffsetCommit(r) => &r.group_id,
         RequestKind::OffsetDelete(r) => &r.group_id,
         RequestKind::ConsumerGroupHeartbeat(r) => &r.group_id,
         _ => return None,
@@ -584,11 +648,34 @@ fn encode_record(record: &GroupRecord) -> Bytes {
         .expect("encoding an in-memory record batch")
 }
 
-/// Replays one offsets partition into the coordinator; returns the record count.
+/// One transactional record batch of `producer_id` at `producer_epoch` holding the
+/// offset records (Kafka's coordinator writes a TxnOffsetCommit's records so).
+fn encode_transactional(producer_id: i64, producer_epoch: i16, records: &[GroupRecord]) -> Bytes {
+    let now = now_ms();
+    let records = records
+        .iter()
+        .flat_map(GroupRecord::encode_records)
+        .map(|(key, value)| (Some(Bytes::from(key)), value.map(Bytes::from), now));
+    // Encoding an uncompressed v2 batch into memory cannot fail.
+    crate::protocol::records::encode_transactional_batch(
+        producer_id,
+        producer_epoch,
+        records,
+        Compression::None,
+    )
+    .expect("encoding an in-memory record batch")
+}
+
+/// Replays one offsets partition into the coordinator, whose groups are those
+/// `in_partition` accepts; returns the record count. The records of a transactional
+/// batch are pending for its producer until a control batch of that producer ends the
+/// transaction ([`GroupCoordinator::complete_transaction`]); without one they stay
+/// pending, as in Kafka's `CoordinatorLoaderImpl`.
 async fn replay(
     log: &PartitionLog,
     coordinator: &mut GroupCoordinator,
     dir: &Path,
+    in_partition: &dyn Fn(&str) -> bool,
 ) -> std::io::Result<usize> {
     let mut offset = log.log_start_offset();
     let end = log.high_watermark();
@@ -607,13 +694,31 @@ async fn replay(
             let header = crate::protocol::batch::RecordBatchHeader::parse(&chunk)
                 .map_err(|e| std::io::Error::other(format!("decoding {}: {e}", dir.display())))?;
             offset = offset.max(header.next_offset());
+            if header.is_control() {
+                let batch = chunk.split_to(header.total_size());
+                match crate::protocol::control::control_type(&batch) {
+                    Ok(t) => coordinator.complete_transaction(
+                        header.producer_id,
+                        t == ControlType::Commit,
+                        in_partition,
+                    ),
+                    Err(e) => tracing::warn!(
+                        partition = %crate::log::log_name(dir),
+                        offset = header.base_offset,
+                        error = %e,
+                        "skipping a control batch that is not a transaction marker"
+                    ),
+                }
+                continue;
+            }
+            let transactional = header.is_transactional().then_some(header.producer_id);
             let set = RecordBatchDecoder::decode(&mut chunk)
                 .map_err(|e| std::io::Error::other(format!("decoding {}: {e}", dir.display())))?;
             for r in set.records {
                 let Some(key) = r.key.as_deref() else { continue };
                 match GroupRecord::decode(key, r.value.as_deref()) {
                     Ok(record) => {
-                        coordinator.load(record);
+                        coordinator.replay(r.offset, transactional, record);
                         count += 1;
                     }
                     Err(e) => {
@@ -893,7 +998,7 @@ mod tests {
             // What a restart loads: the neighbour's group and nothing of "k".
             let mut coordinator = GroupCoordinator::new(CoordinatorConfig::default());
             let dir = tempfile::tempdir().unwrap();
-            replay(&log, &mut coordinator, dir.path()).await.unwrap();
+            replay(&log, &mut coordinator, dir.path(), &|_| true).await.unwrap();
             assert_eq!(coordinator.consumer_group_state("k"), None);
             match coordinator.offset_as_record(&neighbour, "t", 0) {
                 GroupRecord::Offset { offset, .. } => assert_eq!(offset, 1),
@@ -940,7 +1045,7 @@ mod tests {
                 let done = log.compact(&policy, &limits, 10, true).await.unwrap().unwrap();
                 assert_eq!(done.records_removed, 1, "{done:?}");
                 let mut coordinator = GroupCoordinator::new(CoordinatorConfig::default());
-                let replayed = replay(&log, &mut coordinator, &dir).await.unwrap();
+                let replayed = replay(&log, &mut coordinator, &dir, &|_| true).await.unwrap();
                 log.close().await.unwrap();
                 let _ = done_tx.send(replayed);
             })

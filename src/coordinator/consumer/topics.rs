@@ -72,10 +72,18 @@ impl GroupCoordinator {
         ids.sort();
         for id in ids {
             let Some(g) = self.groups.get_mut(&id) else { continue };
-            let keys: Vec<(String, i32)> =
+            // Committed and pending transactional offsets alike (Kafka's
+            // `onPartitionsDeleted`), one tombstone per partition.
+            let mut keys: Vec<(String, i32)> =
                 g.offsets.keys().filter(|(t, _)| gone.contains(t)).cloned().collect();
+            keys.extend(
+                self.pending.partitions_of(&id).into_iter().filter(|(t, _)| gone.contains(t)),
+            );
+            keys.sort();
+            keys.dedup();
             for key in keys {
                 g.offsets.remove(&key);
+                self.pending.remove_partition(&id, &key.0, key.1);
                 out.push(Output::Persist(GroupRecord::OffsetTombstone {
                     group: id.clone(),
                     topic: key.0,

@@ -54,6 +54,8 @@ impl GroupCoordinator {
             None
         };
         let max_metadata_bytes = self.config.offset_metadata_max_bytes;
+        let first_log_order = self.next_log_order;
+        let mut written = 0;
         let mut group = self.validate_commit(
             version,
             &group_id,
@@ -74,20 +76,24 @@ impl GroupCoordinator {
                         Some(ResponseError::OffsetMetadataTooLarge)
                     }
                     Ok(g) => {
+                        let key = (t.name.0.to_string(), p.partition_index);
                         let c = CommittedOffset {
                             offset: p.committed_offset,
                             leader_epoch: if version >= 6 { p.committed_leader_epoch } else { -1 },
                             metadata: metadata.to_string(),
                             commit_timestamp_ms: now_ms,
                             expire_timestamp_ms: expire,
+                            log_order: first_log_order + written,
+                            replaced_log_order: g.offsets.get(&key).map(|c| c.log_order),
                         };
+                        written += 1;
                         out.push(Output::Persist(offset_record(
                             &group_id,
                             &t.name.0,
                             p.partition_index,
                             &c,
                         )));
-                        g.offsets.insert((t.name.0.to_string(), p.partition_index), c);
+                        g.offsets.insert(key, c);
                         None
                     }
                 };
@@ -98,6 +104,7 @@ impl GroupCoordinator {
             }
             r.topics.push(rt);
         }
+        self.next_log_order += written;
         self.reschedule(&group_id);
         out.push(Output::Respond { token, response: ResponseKind::OffsetCommit(r) });
         out

@@ -14,7 +14,8 @@ use crate::error::ResponseError;
 impl GroupCoordinator {
     /// OffsetDelete, version 0. Kafka source: `GroupCoordinator.handleDeleteOffsets`.
     ///
-    /// An Empty group's offsets are deleted; a non-empty consumer group's only for topics
+    /// An Empty group's offsets are deleted (committed and pending transactional ones:
+    /// Kafka's `deleteOffsets` writes a tombstone for either); a non-empty consumer group's only for topics
     /// it does not subscribe to (GROUP_SUBSCRIBED_TO_TOPIC otherwise; subscriptions are
     /// parsed from the members' ConsumerProtocolSubscription, unknown = subscribed).
     /// Tombstones are persisted before the response. An Empty group left without offsets
@@ -58,16 +59,20 @@ impl GroupCoordinator {
                         rp.partition_index = p.partition_index;
                         if subscribed {
                             rp.error_code = ResponseError::GroupSubscribedToTopic.code();
-                        } else if g
-                            .offsets
-                            .remove(&(t.name.0.to_string(), p.partition_index))
-                            .is_some()
-                        {
-                            out.push(Output::Persist(GroupRecord::OffsetTombstone {
-                                group: group_id.clone(),
-                                topic: t.name.0.to_string(),
-                                partition: p.partition_index,
-                            }));
+                        } else {
+                            // A tombstone for a committed or a pending transactional
+                            // offset; it deletes both.
+                            let key = (t.name.0.to_string(), p.partition_index);
+                            let committed = g.offsets.remove(&key).is_some();
+                            let pending = self.pending.has(&group_id, &key.0, key.1);
+                            if committed || pending {
+                                self.pending.remove_partition(&group_id, &key.0, key.1);
+                                out.push(Output::Persist(GroupRecord::OffsetTombstone {
+                                    group: group_id.clone(),
+                                    topic: key.0,
+                                    partition: key.1,
+                                }));
+                            }
                         }
                         rt.partitions.push(rp);
                     }

@@ -78,7 +78,8 @@ impl GroupCoordinator {
     ///
     /// Offsets are returned whatever the group state (simple consumers have no members).
     /// A partition without a committed offset gets offset -1, leader epoch -1, metadata
-    /// "". Errors: COORDINATOR_LOAD_IN_PROGRESS (per partition in v1, top level in v2-7,
+    /// "". With `require_stable` (v7+), UNSTABLE_OFFSET_COMMIT for a partition with a
+    /// pending transactional offset. Errors: COORDINATOR_LOAD_IN_PROGRESS (per partition in v1, top level in v2-7,
     /// per group in v8+); v9 per group, for consumer-protocol groups when a member id or
     /// epoch is given: UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH, FENCED_MEMBER_EPOCH.
     pub fn offset_fetch(
@@ -99,7 +100,7 @@ impl GroupCoordinator {
                     .then(|| (g.member_id.as_deref().unwrap_or(""), g.member_epoch));
                 let mut rg = OffsetFetchResponseGroup::default();
                 rg.group_id = g.group_id.clone();
-                match self.fetch_group(&g.group_id.0, topics, member) {
+                match self.fetch_group(&g.group_id.0, topics, member, req.require_stable) {
                     Ok(fetched) => {
                         rg.topics = response_topics!(
                             OffsetFetchResponseTopics,
@@ -115,7 +116,8 @@ impl GroupCoordinator {
             let topics: FetchTopics = req.topics.as_ref().map(|ts| {
                 ts.iter().map(|t| (t.name.0.to_string(), t.partition_indexes.clone())).collect()
             });
-            let fetched = match self.fetch_group(&req.group_id.0, topics.clone(), None) {
+            let stable = version >= 7 && req.require_stable;
+            let fetched = match self.fetch_group(&req.group_id.0, topics.clone(), None, stable) {
                 Ok(fetched) => fetched,
                 // v1 has no top-level error: report it on every requested partition.
                 Err(e) if version < 2 => topics
@@ -137,12 +139,17 @@ impl GroupCoordinator {
     }
 
     /// Kafka's `GroupMetadataManager.getOffsets` for one group: the requested
-    /// partitions (`None`: every committed one), or the group's error.
+    /// partitions (`None`: every committed one), or the group's error. With
+    /// `require_stable` (v7+), a partition with a pending transactional offset is
+    /// answered UNSTABLE_OFFSET_COMMIT (offset -1) instead of its committed offset, as
+    /// Kafka's `OffsetMetadataManager.fetchOffsets` does; "all partitions" lists the
+    /// committed ones only.
     fn fetch_group(
         &self,
         group_id: &str,
         topics: FetchTopics,
         member: Option<(&str, i32)>,
+        require_stable: bool,
     ) -> Result<Vec<FetchedTopic>, ResponseError> {
         if let Some(e) = self.validate_group_status(group_id, true) {
             return Err(e);
@@ -157,11 +164,18 @@ impl GroupCoordinator {
                 return Err(e);
             }
         }
+        let fetched = |t: &str, p: i32, c: Option<&CommittedOffset>| {
+            if require_stable && self.pending.has(group_id, t, p) {
+                Fetched::new(p, None, Some(ResponseError::UnstableOffsetCommit))
+            } else {
+                Fetched::new(p, c, None)
+            }
+        };
         let committed = |t: &str, p: i32| group.and_then(|g| g.offsets.get(&(t.to_string(), p)));
         let Some(topics) = topics else {
             let mut res: Vec<FetchedTopic> = Vec::new();
             for ((t, p), c) in group.iter().flat_map(|g| &g.offsets) {
-                let f = Fetched::new(*p, Some(c), None);
+                let f = fetched(t, *p, Some(c));
                 match res.last_mut() {
                     Some((lt, parts)) if lt == t => parts.push(f),
                     _ => res.push((t.clone(), vec![f])),
@@ -172,7 +186,7 @@ impl GroupCoordinator {
         Ok(topics
             .into_iter()
             .map(|(t, ps)| {
-                let parts = ps.iter().map(|&p| Fetched::new(p, committed(&t, p), None)).collect();
+                let parts = ps.iter().map(|&p| fetched(&t, p, committed(&t, p))).collect();
                 (t, parts)
             })
             .collect())

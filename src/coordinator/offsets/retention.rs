@@ -5,17 +5,25 @@ use super::super::group::{Group, CONSUMER_PROTOCOL_TYPE};
 use super::super::records::GroupRecord;
 use super::super::state::GroupState;
 use super::super::{GroupCoordinator, Output};
+use super::PendingOffsets;
 
 impl GroupCoordinator {
     /// Periodic cleanup (Kafka's `GroupMetadataManager.cleanupGroupMetadata`): expire
-    /// offsets, then delete Empty groups without offsets. Persists tombstones.
+    /// offsets, then delete Empty groups without offsets. Persists tombstones. An
+    /// offset whose partition has a pending transactional offset does not expire yet,
+    /// and a group whose offsets all expired is not deleted while a transaction is
+    /// open for it.
     pub(crate) fn expire_offsets(&mut self, now: i64, out: &mut Vec<Output>) {
         let mut ids: Vec<String> = self.groups.keys().cloned().collect();
         ids.sort();
         for id in ids {
             let Some(g) = self.groups.get_mut(&id) else { continue };
-            g.remove_expired_offsets(self.config.offsets_retention_ms, now, out);
-            if g.maybe_mark_dead(out) {
+            let had_offsets = !g.offsets.is_empty();
+            g.remove_expired_offsets(self.config.offsets_retention_ms, now, &self.pending, out);
+            // A group whose offsets all expired stays while a transaction is open for
+            // it (Kafka's `cleanupExpiredOffsets`); one that had none goes anyway.
+            let open = had_offsets && self.pending.has_open_transaction(&id);
+            if !open && g.maybe_mark_dead(out) {
                 self.remove_group(&id);
             }
         }
@@ -31,7 +39,14 @@ impl Group {
     ///   expire `offsets_retention_ms` after their commit.
     /// - No protocol type (simple consumers): each offset expires after its commit.
     /// - Explicit v2-4 expire timestamps win in all three cases.
-    fn remove_expired_offsets(&mut self, retention_ms: i64, now: i64, out: &mut Vec<Output>) {
+    /// - A partition with a pending transactional offset (`pending`) keeps its offset.
+    fn remove_expired_offsets(
+        &mut self,
+        retention_ms: i64,
+        now: i64,
+        pending: &PendingOffsets,
+        out: &mut Vec<Output>,
+    ) {
         let state = self.state();
         let consumer = self.protocol_type() == Some(CONSUMER_PROTOCOL_TYPE);
         let (since_empty, unsubscribed_only) = match self.protocol_type() {
@@ -46,8 +61,11 @@ impl Group {
         let expired: Vec<(String, i32)> = self
             .offsets
             .iter()
-            .filter(|((topic, _), c)| {
+            .filter(|((topic, partition), c)| {
                 if unsubscribed_only && self.is_subscribed_to(topic) {
+                    return false;
+                }
+                if pending.has(&self.group_id, topic, *partition) {
                     return false;
                 }
                 match c.expire_timestamp_ms {

@@ -33,7 +33,23 @@ impl GroupCoordinator {
         if self.offset_as_record(group, topic, *partition) != *failed {
             return false;
         }
-        self.load(previous);
+        // What it replaced comes back at its own place in log order.
+        let key = (topic.clone(), *partition);
+        let replaced = self.groups.get(group).and_then(|g| g.offsets.get(&key)?.replaced_log_order);
+        let log_order = replaced.unwrap_or_else(|| self.take_log_order());
+        match previous {
+            GroupRecord::Offset { .. } => self.load_at(previous, log_order),
+            // No offset before: remove it (not with a tombstone's replay, which would
+            // delete the partition's pending transactional offsets too).
+            _ => {
+                if let Some(g) = self.groups.get_mut(group) {
+                    g.offsets.remove(&key);
+                    if g.offsets.is_empty() && !super::super::load::has_metadata(g) {
+                        self.remove_group(group);
+                    }
+                }
+            }
+        }
         true
     }
 }

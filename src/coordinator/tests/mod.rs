@@ -8,6 +8,7 @@ mod join_sync;
 mod offsets;
 mod records;
 mod static_members;
+mod txn;
 
 use std::collections::HashMap;
 
