@@ -90,6 +90,10 @@ pub struct GroupHost {
     next_token: Cell<RequestToken>,
     /// How groups map to offsets partitions in this data dir.
     placement: OffsetsPlacement,
+    /// This shard's id and the number of shards: it owns the offsets partitions `p`
+    /// with `p % nr_shards == shard_id`.
+    shard_id: usize,
+    nr_shards: usize,
     /// Responses wait here for the group-state writes started before them.
     barrier: Rc<AppendBarrier>,
     /// When the last try at opening again an offsets partition whose write failed
@@ -157,6 +161,8 @@ impl GroupHost {
             waiting: RefCell::new(HashMap::new()),
             next_token: Cell::new(1),
             placement,
+            shard_id: id,
+            nr_shards: nr_shards.max(1),
             barrier: Rc::new(AppendBarrier::default()),
             last_reopen: Cell::new(None),
             deferred: Rc::default(),
@@ -225,6 +231,81 @@ impl GroupHost {
             }
         };
         self.run_undoing(outputs, previous, Some(group.as_deref())).await;
+    }
+
+    /// Ends producer `producer_id`'s transaction in offsets partition `p`, as Kafka's
+    /// `GroupCoordinator.completeTransaction` does for a WriteTxnMarkers request that
+    /// names a `__consumer_offsets` partition: appends the marker (a COMMIT control
+    /// batch when `commit`, else ABORT, of `producer_epoch`, written by the
+    /// transaction coordinator of epoch `coordinator_epoch`;
+    /// [`crate::protocol::control::encode_control_batch`]) to the partition's log, and
+    /// once it is durable applies it
+    /// ([`GroupCoordinator::complete_transaction`] for the groups of `p`): the
+    /// producer's pending offsets there become committed offsets, or are dropped.
+    ///
+    /// The append starts before this returns (so it keeps its place after the group
+    /// writes started before it); the returned future yields when it is done: `Ok`, or
+    /// NOT_COORDINATOR (`p` is not one of this shard's offsets partitions, or the
+    /// write failed: the marker is not applied, the transaction coordinator retries),
+    /// INVALID_PRODUCER_EPOCH (the log has seen a newer epoch of the producer). The
+    /// coordinator epoch is written, not checked (the log keeps no coordinator epoch
+    /// per producer yet; Kafka answers TRANSACTION_COORDINATOR_FENCED for an older one).
+    pub async fn write_txn_marker(
+        &self,
+        p: usize,
+        producer_id: i64,
+        producer_epoch: i16,
+        coordinator_epoch: i32,
+        commit: bool,
+    ) -> Pin<Box<dyn Future<Output = Result<(), ResponseError>>>> {
+        let refused = |e| -> Pin<Box<dyn Future<Output = _>>> { Box::pin(future::ready(Err(e))) };
+        if p >= OFFSETS_PARTITIONS || p % self.nr_shards != self.shard_id {
+            return refused(ResponseError::NotCoordinator);
+        }
+        let log = match self.log_for(p).await {
+            Ok(log) => log,
+            Err(e) => {
+                tracing::error!(partition = p, error = %e, "creating an offsets partition failed");
+                return refused(FAILED_WRITE_ERROR);
+            }
+        };
+        let now = now_ms();
+        let batch = crate::protocol::control::encode_control_batch(
+            producer_id,
+            producer_epoch,
+            coordinator_epoch,
+            commit,
+            now,
+        );
+        let (coordinator, placement) = (self.coordinator.clone(), self.placement);
+        let (tx, rx) = oneshot::channel();
+        // In a task of its own once started: the marker is applied even if the caller
+        // stops waiting.
+        let mut append: Pin<Box<dyn Future<Output = ()>>> = Box::pin(async move {
+            let answer = match log.append(batch, now).await {
+                Ok(_) => {
+                    let in_partition = |g: &str| offsets_partition(g, placement) == p;
+                    let mut c = coordinator.borrow_mut();
+                    c.complete_transaction(producer_id, commit, &in_partition);
+                    Ok(())
+                }
+                Err(AppendError::InvalidProducerEpoch) => Err(ResponseError::InvalidProducerEpoch),
+                Err(e) => {
+                    tracing::error!(
+                        partition = p,
+                        producer_id,
+                        error = %e,
+                        "writing a transaction marker failed"
+                    );
+                    Err(FAILED_WRITE_ERROR)
+                }
+            };
+            let _ = tx.send(answer);
+        });
+        if future::poll_once(&mut append).await.is_none() {
+            glommio::spawn_local(append).detach();
+        }
+        Box::pin(async move { rx.await.unwrap_or(Err(FAILED_WRITE_ERROR)) })
     }
 
     /// Tells the coordinator the topics that exist (KIP-848 server-side assignment
@@ -1053,6 +1134,123 @@ mod tests {
         let replayed = done_rx.recv_timeout(std::time::Duration::from_secs(30));
         assert_eq!(replayed, Ok(301), "replay must read both batches and stop");
         drop(tmp);
+    }
+
+    /// A TxnOffsetCommit of group "g", producer `pid` at `epoch`: t/0 = 10, t/1 = 11
+    /// (v3, no member); the partition error codes.
+    async fn txn_commit(host: &GroupHost, pid: i64, epoch: i16) -> Vec<i16> {
+        use kafka_protocol::messages::txn_offset_commit_request::{
+            TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+        };
+        use kafka_protocol::messages::{GroupId, ProducerId, TopicName, TxnOffsetCommitRequest};
+        use kafka_protocol::protocol::StrBytes;
+        let partition = |i: i32| {
+            TxnOffsetCommitRequestPartition::default()
+                .with_partition_index(i)
+                .with_committed_offset(10 + i as i64)
+        };
+        let topic = TxnOffsetCommitRequestTopic::default()
+            .with_name(TopicName(StrBytes::from_static_str("t")))
+            .with_partitions(vec![partition(0), partition(1)]);
+        let request = TxnOffsetCommitRequest::default()
+            .with_group_id(GroupId(StrBytes::from_static_str("g")))
+            .with_producer_id(ProducerId(pid))
+            .with_producer_epoch(epoch)
+            .with_topics(vec![topic]);
+        let ResponseKind::TxnOffsetCommit(r) =
+            call(host, RequestKind::TxnOffsetCommit(request), 3).await
+        else {
+            panic!("no TxnOffsetCommit answer")
+        };
+        r.topics.iter().flat_map(|t| t.partitions.iter().map(|p| p.error_code)).collect()
+    }
+
+    /// The committed offset of "g"'s t/`partition` in `c` (-1: none).
+    fn committed_in(c: &GroupCoordinator, partition: i32) -> i64 {
+        match c.offset_as_record("g", "t", partition) {
+            GroupRecord::Offset { offset, .. } => offset,
+            _ => -1,
+        }
+    }
+
+    /// What a restart of `log` (offsets partition `p`) loads.
+    async fn replayed(host: &GroupHost, p: usize) -> GroupCoordinator {
+        let mut c = GroupCoordinator::new(CoordinatorConfig::default());
+        let log = host.existing_log(p).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let placement = host.placement;
+        let in_partition = |g: &str| offsets_partition(g, placement) == p;
+        replay(&log, &mut c, dir.path(), &in_partition).await.unwrap();
+        c
+    }
+
+    /// A TxnOffsetCommit is written as one transactional batch of the producer; its
+    /// offsets are committed once the COMMIT marker is written, and a restart loads
+    /// them committed.
+    #[test]
+    fn a_txn_offset_commit_is_one_transactional_batch_that_its_marker_commits() {
+        crate::shard::testing::with_shard(|shard| async move {
+            let host = &shard.groups;
+            let p = offsets_partition("g", host.placement);
+            assert_eq!(txn_commit(host, 42, 3).await, vec![0, 0]);
+            let log = host.existing_log(p).unwrap();
+            assert_eq!(log.high_watermark(), 2);
+            let batch = log.read(0, 1 << 20).await.unwrap();
+            let h = crate::protocol::batch::RecordBatchHeader::parse(&batch).unwrap();
+            assert!(h.is_transactional() && !h.is_control());
+            assert_eq!((h.producer_id, h.producer_epoch, h.base_sequence), (42, 3, -1));
+            assert_eq!((h.base_offset, h.records_count, h.total_size()), (0, 2, batch.len()));
+            // Pending: not committed, in memory or after a restart.
+            assert_eq!(committed_in(&host.coordinator.borrow(), 0), -1);
+            assert_eq!(
+                host.coordinator.borrow().pending_offset(42, "g", "t", 1),
+                Some((11, "".into()))
+            );
+            let restarted = replayed(host, p).await;
+            assert_eq!(restarted.pending_offset(42, "g", "t", 1), Some((11, "".into())));
+            assert_eq!(committed_in(&restarted, 1), -1);
+
+            assert_eq!(host.write_txn_marker(p, 42, 3, 9, true).await.await, Ok(()));
+            assert_eq!(log.high_watermark(), 3);
+            let marker = log.read(2, 1 << 20).await.unwrap();
+            assert_eq!(
+                crate::protocol::control::control_type(&marker).unwrap(),
+                ControlType::Commit
+            );
+            let c = host.coordinator.borrow();
+            assert_eq!((committed_in(&c, 0), committed_in(&c, 1)), (10, 11));
+            drop(c);
+            let restarted = replayed(host, p).await;
+            assert_eq!((committed_in(&restarted, 0), committed_in(&restarted, 1)), (10, 11));
+            assert_eq!(restarted.pending_offset(42, "g", "t", 1), None);
+            // A partition of no shard's: NOT_COORDINATOR.
+            let refused = host.write_txn_marker(OFFSETS_PARTITIONS, 42, 3, 9, true).await.await;
+            assert_eq!(refused, Err(ResponseError::NotCoordinator));
+        });
+    }
+
+    /// After a marker of epoch 5, the log refuses the producer's epoch 4: its
+    /// TxnOffsetCommit is answered INVALID_PRODUCER_EPOCH and leaves nothing pending, and
+    /// so is its marker; an ABORT drops what the producer had pending.
+    #[test]
+    fn a_fenced_producer_epoch_is_refused_with_invalid_producer_epoch() {
+        crate::shard::testing::with_shard(|shard| async move {
+            let host = &shard.groups;
+            let p = offsets_partition("g", host.placement);
+            assert_eq!(txn_commit(host, 42, 5).await, vec![0, 0]);
+            assert_eq!(host.write_txn_marker(p, 42, 5, 0, false).await.await, Ok(()));
+            assert_eq!(host.coordinator.borrow().pending_offset(42, "g", "t", 0), None);
+            assert_eq!(committed_in(&host.coordinator.borrow(), 0), -1, "aborted");
+            assert_eq!(txn_commit(host, 42, 4).await, vec![47, 47]);
+            assert_eq!(host.coordinator.borrow().pending_offset(42, "g", "t", 0), None);
+            let marker = host.write_txn_marker(p, 42, 4, 0, true).await.await;
+            assert_eq!(marker, Err(ResponseError::InvalidProducerEpoch));
+            // Written: the first commit's batch and the ABORT marker only.
+            assert_eq!(host.existing_log(p).unwrap().high_watermark(), 3);
+            let restarted = replayed(host, p).await;
+            assert_eq!(restarted.pending_offset(42, "g", "t", 0), None);
+            assert_eq!(committed_in(&restarted, 0), -1);
+        });
     }
 
     #[test]
