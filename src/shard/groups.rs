@@ -1217,9 +1217,11 @@ mod tests {
                 crate::protocol::control::control_type(&marker).unwrap(),
                 ControlType::Commit
             );
-            let c = host.coordinator.borrow();
-            assert_eq!((committed_in(&c, 0), committed_in(&c, 1)), (10, 11));
-            drop(c);
+            let committed = {
+                let c = host.coordinator.borrow();
+                (committed_in(&c, 0), committed_in(&c, 1))
+            };
+            assert_eq!(committed, (10, 11));
             let restarted = replayed(host, p).await;
             assert_eq!((committed_in(&restarted, 0), committed_in(&restarted, 1)), (10, 11));
             assert_eq!(restarted.pending_offset(42, "g", "t", 1), None);
