@@ -193,6 +193,7 @@ apis! {
     DeleteRecords => delete_records,
     OffsetForLeaderEpoch => offset_for_leader_epoch,
     InitProducerId => init_producer_id,
+    TxnOffsetCommit => txn_offset_commit,
     DescribeConfigs => describe_configs,
     AlterConfigs => alter_configs,
     CreatePartitions => create_partitions,

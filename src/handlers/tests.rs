@@ -934,3 +934,88 @@ fn an_acks0_produce_yields_the_errors_it_would_have_answered() {
         }
     });
 }
+
+/// TxnOffsetCommit: unknown topics and partitions are refused here, first, with
+/// UNKNOWN_TOPIC_OR_PARTITION; the coordinator's answer is merged in by topic, as
+/// Kafka's `TxnOffsetCommitResponse.Builder` does; a request left without partitions
+/// does not reach the coordinator (no group is created).
+#[test]
+fn txn_offset_commit_refuses_unknown_partitions_and_merges_by_topic() {
+    use kafka_protocol::messages::create_topics_request::CreatableTopic;
+    use kafka_protocol::messages::txn_offset_commit_request::{
+        TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+    };
+    use kafka_protocol::messages::{GroupId, ProducerId, TxnOffsetCommitRequest};
+    with_shard(|shard| async move {
+        let name = |s: &'static str| TopicName(StrBytes::from_static_str(s));
+        create_topics(
+            &shard,
+            vec![CreatableTopic::default()
+                .with_name(name("t"))
+                .with_num_partitions(2)
+                .with_replication_factor(1)],
+        )
+        .await;
+        let part = |i| TxnOffsetCommitRequestPartition::default().with_partition_index(i);
+        let request = |group: &'static str, topics| {
+            RequestKind::TxnOffsetCommit(
+                TxnOffsetCommitRequest::default()
+                    .with_group_id(GroupId(StrBytes::from_static_str(group)))
+                    .with_producer_id(ProducerId(5))
+                    .with_topics(topics),
+            )
+        };
+        let answer = |d: Result<Dispatched, Refusal>| async move {
+            match d.ok().map(|d| d.outcome) {
+                Some(Outcome::Ready(ResponseKind::TxnOffsetCommit(r))) => r,
+                Some(Outcome::Later(later)) => match later.await {
+                    Some(ResponseKind::TxnOffsetCommit(r)) => r,
+                    other => panic!("{other:?}"),
+                },
+                _ => panic!("not answered"),
+            }
+        };
+        let codes =
+            |r: &kafka_protocol::messages::TxnOffsetCommitResponse| -> Vec<(String, i32, i16)> {
+                r.topics
+                    .iter()
+                    .flat_map(|t| {
+                        t.partitions
+                            .iter()
+                            .map(|p| (t.name.0.to_string(), p.partition_index, p.error_code))
+                    })
+                    .collect()
+            };
+        let body = request(
+            "g",
+            vec![
+                TxnOffsetCommitRequestTopic::default()
+                    .with_name(name("t"))
+                    .with_partitions(vec![part(0), part(5)]),
+                TxnOffsetCommitRequestTopic::default()
+                    .with_name(name("nope"))
+                    .with_partitions(vec![part(0)]),
+            ],
+        );
+        let r =
+            answer(dispatch(&ctx(&shard, 3), frame(ApiKey::TxnOffsetCommit, 3, 1, &body)).await)
+                .await;
+        assert_eq!(codes(&r), vec![("t".into(), 5, 3), ("t".into(), 0, 0), ("nope".into(), 0, 3)]);
+        assert_eq!(
+            shard.groups.summaries().iter().map(|g| g.group_id.as_str()).collect::<Vec<_>>(),
+            vec!["g"]
+        );
+        // Only unknown partitions: answered here, group "h" is not created.
+        let body = request(
+            "h",
+            vec![TxnOffsetCommitRequestTopic::default()
+                .with_name(name("nope"))
+                .with_partitions(vec![part(1)])],
+        );
+        let r =
+            answer(dispatch(&ctx(&shard, 0), frame(ApiKey::TxnOffsetCommit, 0, 2, &body)).await)
+                .await;
+        assert_eq!(codes(&r), vec![("nope".into(), 1, 3)]);
+        assert_eq!(shard.groups.summaries().len(), 1);
+    });
+}

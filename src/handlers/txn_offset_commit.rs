@@ -1,0 +1,87 @@
+//! TxnOffsetCommit (key 28): a transactional producer commits a consumer group's
+//! offsets inside its transaction (KIP-98, `sendOffsetsToTransaction`). Partitions of
+//! topics that do not exist are answered here with UNKNOWN_TOPIC_OR_PARTITION; the
+//! rest go to the group's coordinating shard, which writes them as one transactional
+//! batch of the producer to the group's `__consumer_offsets` partition and answers
+//! once it is durable. They stay pending until the transaction's marker (see
+//! `GroupHost::write_txn_marker`). Kafka source: `KafkaApis.handleTxnOffsetCommitRequest`.
+
+use kafka_protocol::messages::txn_offset_commit_response::{
+    TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{TopicName, TxnOffsetCommitRequest, TxnOffsetCommitResponse};
+
+use super::{group_route, Ctx, Outcome, Versions};
+use crate::error::ResponseError;
+
+pub const VERSIONS: Versions = Versions { min: 0, max: 4 };
+
+/// Commits offsets inside a transaction. As Kafka, the response lists the refused
+/// partitions first (by topic, in request order), then the coordinator's answer merged
+/// in by topic name; a request with no partition left is answered without the
+/// coordinator (no group is created). Before v2, COORDINATOR_LOAD_IN_PROGRESS is
+/// answered as COORDINATOR_NOT_AVAILABLE (clients before 2.0 do not know it).
+pub async fn handle(
+    ctx: &Ctx,
+    mut request: TxnOffsetCommitRequest,
+) -> Outcome<TxnOffsetCommitResponse> {
+    let catalog = ctx.shard.catalog();
+    let mut response = TxnOffsetCommitResponse::default();
+    for t in request.topics.iter_mut() {
+        let count = catalog.topic(t.name.as_str()).map_or(0, |m| m.partition_shards.len() as i32);
+        t.partitions.retain(|p| {
+            let ok = p.partition_index >= 0 && p.partition_index < count;
+            if !ok {
+                add(&mut response, &t.name, p.partition_index, ResponseError::UnknownTopicOrPartition);
+            }
+            ok
+        });
+    }
+    request.topics.retain(|t| !t.partitions.is_empty());
+    if request.topics.is_empty() {
+        return Outcome::Ready(response);
+    }
+    let version = ctx.api_version;
+    let routed = match group_route::to_group(ctx, request).await {
+        Outcome::Later(routed) => routed,
+        other => return other,
+    };
+    Outcome::Later(Box::pin(async move {
+        let routed = routed.await?;
+        for t in routed.topics {
+            for p in t.partitions {
+                let loading = p.error_code == ResponseError::CoordinatorLoadInProgress.code();
+                let code = if loading && version < 2 {
+                    ResponseError::CoordinatorNotAvailable.code()
+                } else {
+                    p.error_code
+                };
+                add_code(&mut response, &t.name, p.partition_index, code);
+            }
+        }
+        Some(response)
+    }))
+}
+
+/// Adds `partition` of `topic` with `error` to the response (Kafka's
+/// `TxnOffsetCommitResponse.Builder.addPartition`).
+fn add(response: &mut TxnOffsetCommitResponse, topic: &TopicName, partition: i32, error: ResponseError) {
+    add_code(response, topic, partition, error.code())
+}
+
+/// Adds `partition` of `topic` with error code `code` under the topic's entry, made
+/// at the end if the topic has none yet.
+fn add_code(response: &mut TxnOffsetCommitResponse, topic: &TopicName, partition: i32, code: i16) {
+    let i = match response.topics.iter().position(|t| &t.name == topic) {
+        Some(i) => i,
+        None => {
+            response.topics.push(TxnOffsetCommitResponseTopic::default().with_name(topic.clone()));
+            response.topics.len() - 1
+        }
+    };
+    response.topics[i].partitions.push(
+        TxnOffsetCommitResponsePartition::default()
+            .with_partition_index(partition)
+            .with_error_code(code),
+    );
+}
