@@ -9,6 +9,8 @@
 //!
 //! - [`Output::Persist`]: append the [`GroupRecord`] (encoded with [`GroupRecord::encode`])
 //!   to the coordinator's internal log.
+//! - [`Output::PersistTransactional`]: append these offset records as one
+//!   transactional record batch of the producer (TxnOffsetCommit).
 //! - [`Output::Respond`]: send the response for the request identified by `token`. A
 //!   `Respond` may only be sent once every `Persist` that precedes it in the same `Vec`
 //!   is durable (this is how OffsetCommit, the leader's SyncGroup and DeleteGroups wait
@@ -23,7 +25,9 @@
 //! offset retention). Calling `tick` early is harmless.
 //!
 //! Start-up: `set_loading(true, _)`, feed every record of the internal log to
-//! [`GroupCoordinator::load`] in log order, then `set_loading(false, now_ms)`. While
+//! [`GroupCoordinator::replay`] in log order (with its offset, and its producer id when
+//! its batch is transactional) and every transaction marker to
+//! [`GroupCoordinator::complete_transaction`], then `set_loading(false, now_ms)`. While
 //! loading, group requests get COORDINATOR_LOAD_IN_PROGRESS (SyncGroup gets
 //! REBALANCE_IN_PROGRESS, as Kafka does for old clients).
 //!

@@ -6,8 +6,11 @@
 //! partition `p` lives on shard `p % nr_shards`. Each offsets partition is a
 //! [`PartitionLog`] under `<data-dir>/meta/consumer-offsets-<p>/` holding one record
 //! per [`GroupRecord`] (key/value as its `encode` gives them, null value for
-//! tombstones). At start-up the shard replays its partitions into the coordinator
-//! (later records override earlier ones) before it serves.
+//! tombstones), one record batch per record, except a TxnOffsetCommit's offsets: one
+//! transactional batch of the producer, later ended by a COMMIT or ABORT marker
+//! ([`GroupHost::write_txn_marker`]). At start-up the shard replays its partitions
+//! into the coordinator (later records override earlier ones; a transaction's offsets
+//! wait for its marker) before it serves.
 //!
 //! Lives on: every shard, each with its own coordinator for its own groups.
 
