@@ -407,3 +407,33 @@ fn a_reverted_commit_keeps_its_place_in_log_order() {
     h.c.complete_transaction(3, true, &all);
     assert_eq!(fetch(&mut h, "g", &[0], false), vec![(0, 2, 0)]);
 }
+
+#[test]
+fn a_consumer_group_member_commits_with_its_member_epoch() {
+    let mut h = H::new();
+    let join = ConsumerGroupHeartbeatRequest::default()
+        .with_group_id(gid("cg"))
+        .with_member_id(s("a"))
+        .with_member_epoch(0)
+        .with_rebalance_timeout_ms(REBALANCE)
+        .with_subscribed_topic_names(Some(vec![TopicName(s("t"))]))
+        .with_topic_partitions(Some(vec![]));
+    let (_, out) = h.run(1, |c, t, now| c.consumer_group_heartbeat(t, 1, join, "cli", "/h", now));
+    let Some(Output::Respond { response: ResponseKind::ConsumerGroupHeartbeat(r), .. }) =
+        out.last()
+    else {
+        panic!("{out:?}")
+    };
+    assert_eq!((r.error_code, r.member_epoch), (0, 1));
+    let code = |h: &mut H, v, member: &str, epoch| {
+        codes(&txn(h, v, txn_req("cg", 3, member, epoch, &[("t", 0, 1)])))
+    };
+    assert_eq!(code(&mut h, 3, "a", 1), vec![0]);
+    // A stale epoch is ILLEGAL_GENERATION for a transactional commit (Kafka maps
+    // STALE_MEMBER_EPOCH so); a newer one is FENCED_MEMBER_EPOCH.
+    assert_eq!(code(&mut h, 3, "a", 0), vec![ResponseError::IllegalGeneration.code()]);
+    assert_eq!(code(&mut h, 3, "a", 2), vec![ResponseError::FencedMemberEpoch.code()]);
+    assert_eq!(code(&mut h, 3, "b", 1), vec![ResponseError::UnknownMemberId.code()]);
+    // Without a member id (v0-2), a group with members refuses it.
+    assert_eq!(code(&mut h, 2, "a", 1), vec![ResponseError::UnknownMemberId.code()]);
+}
