@@ -1258,6 +1258,33 @@ mod tests {
         });
     }
 
+    /// `DataRequest::TxnMarker` reaches the owning shard's group host and is answered
+    /// once the marker is written and applied.
+    #[test]
+    fn a_txn_marker_message_ends_the_transaction_on_the_owning_shard() {
+        crate::shard::testing::with_shard(|shard| async move {
+            let host = &shard.groups;
+            let p = offsets_partition("g", host.placement);
+            assert_eq!(txn_commit(host, 7, 0).await, vec![0, 0]);
+            let (reply, answer) = oneshot::channel();
+            let marker = crate::shard::DataRequest::TxnMarker {
+                partition: p,
+                producer_id: 7,
+                producer_epoch: 0,
+                coordinator_epoch: 1,
+                commit: true,
+                reply,
+            };
+            shard.send(shard.id, marker).await;
+            assert_eq!(answer.await.expect("answered"), Ok(()));
+            let committed = {
+                let c = host.coordinator.borrow();
+                (committed_in(&c, 0), committed_in(&c, 1))
+            };
+            assert_eq!(committed, (10, 11));
+        });
+    }
+
     #[test]
     fn java_hash_matches_kafka_placement() {
         // "".hashCode() == 0, "a".hashCode() == 97, "group".hashCode() == 98629247
