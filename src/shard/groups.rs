@@ -241,7 +241,7 @@ impl GroupHost {
     /// names a `__consumer_offsets` partition: appends the marker (a COMMIT control
     /// batch when `commit`, else ABORT, of `producer_epoch`, written by the
     /// transaction coordinator of epoch `coordinator_epoch`;
-    /// [`crate::protocol::control::encode_control_batch`]) to the partition's log, and
+    /// [`crate::protocol::control::encode_marker_batch`]) to the partition's log, and
     /// once it is durable applies it
     /// ([`GroupCoordinator::complete_transaction`] for the groups of `p`): the
     /// producer's pending offsets there become committed offsets, or are dropped.
@@ -273,13 +273,13 @@ impl GroupHost {
             }
         };
         let now = now_ms();
-        let batch = crate::protocol::control::encode_control_batch(
-            producer_id,
-            producer_epoch,
-            coordinator_epoch,
-            commit,
-            now,
-        );
+        let control_type = if commit { ControlType::Commit } else { ControlType::Abort };
+        let marker = crate::protocol::control::EndTxnMarker { control_type, coordinator_epoch };
+        let Ok(batch) =
+            crate::protocol::control::encode_marker_batch(producer_id, producer_epoch, marker, now)
+        else {
+            return refused(ResponseError::UnknownServerError);
+        };
         let (coordinator, placement) = (self.coordinator.clone(), self.placement);
         let (tx, rx) = oneshot::channel();
         // In a task of its own once started: the marker is applied even if the caller
@@ -780,12 +780,13 @@ async fn replay(
             offset = offset.max(header.next_offset());
             if header.is_control() {
                 let batch = chunk.split_to(header.total_size());
-                match crate::protocol::control::control_type(&batch) {
-                    Ok(t) => coordinator.complete_transaction(
+                match crate::protocol::control::read_marker(&batch) {
+                    Ok(Some(m)) => coordinator.complete_transaction(
                         header.producer_id,
-                        t == ControlType::Commit,
+                        m.control_type == ControlType::Commit,
                         in_partition,
                     ),
+                    Ok(None) => {}
                     Err(e) => tracing::warn!(
                         partition = %crate::log::log_name(dir),
                         offset = header.base_offset,
@@ -1217,7 +1218,7 @@ mod tests {
             assert_eq!(log.high_watermark(), 3);
             let marker = log.read(2, 1 << 20).await.unwrap();
             assert_eq!(
-                crate::protocol::control::control_type(&marker).unwrap(),
+                crate::protocol::control::read_marker(&marker).unwrap().unwrap().control_type,
                 ControlType::Commit
             );
             let committed = {

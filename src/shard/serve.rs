@@ -372,15 +372,20 @@ fn spawn_detached(f: impl Future<Output = ()> + 'static) {
 type MarkerAppend = Pin<Box<dyn Future<Output = KafkaResult<()>>>>;
 
 /// Starts appending the control batch of `m` to its partition's log (a data partition
-/// this shard owns, or a `__consumer_offsets` partition it hosts), so that markers
-/// keep the order they were asked in.
+/// this shard owns, or a `__consumer_offsets` partition it hosts: through the group
+/// coordinator, which commits or drops the transaction's offsets once it is durable),
+/// so that markers keep the order they were asked in.
 async fn start_marker(shard: &Rc<Shard>, m: TxnMarkerWrite) -> KafkaResult<MarkerAppend> {
     let (topic, partition) = (m.topic.as_str(), m.partition);
-    let log = if topic == crate::metadata::OFFSETS_TOPIC {
-        shard.readable_log(topic, partition).await
-    } else {
-        shard.writable_log(topic, partition).map(|o| o.log.clone())
-    };
+    if topic == crate::metadata::OFFSETS_TOPIC {
+        // The group coordinator applies it to the transaction's pending offsets.
+        let p = usize::try_from(partition).map_err(|_| ResponseError::UnknownTopicOrPartition)?;
+        let commit = m.marker.control_type == control::ControlType::Commit;
+        let (pid, epoch, coordinator_epoch) =
+            (m.producer_id, m.producer_epoch, m.marker.coordinator_epoch);
+        return Ok(shard.groups.write_txn_marker(p, pid, epoch, coordinator_epoch, commit).await);
+    }
+    let log = shard.writable_log(topic, partition).map(|o| o.log.clone());
     let Some(log) = log else { return Err(not_here(shard, topic, partition)) };
     let now = crate::clock::now_ms();
     let batch = control::encode_marker_batch(m.producer_id, m.producer_epoch, m.marker, now)
