@@ -1,0 +1,177 @@
+"""Transactions (KIP-98) with librdkafka (confluent-kafka): commit and abort as
+read_committed and read_uncommitted consumers see them, a consume-transform-produce loop
+with send_offsets_to_transaction, a fenced zombie producer, and a transaction the broker
+aborts after a kill -9 left it open."""
+
+from __future__ import annotations
+
+import time
+
+from test_scenario import confluent_create_topic
+
+
+def read_all(bootstrap: str, topic: str, partitions: int, isolation: str, group: str) -> list:
+    """Every value of `topic` a consumer with `isolation` reads, sorted."""
+    from confluent_kafka import Consumer
+
+    c = Consumer({
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        "isolation.level": isolation,
+        "enable.partition.eof": True,
+        "enable.auto.commit": False,
+    })
+    c.subscribe([topic])
+    out, eofs, deadline = [], set(), time.time() + 30
+    while len(eofs) < partitions and time.time() < deadline:
+        m = c.poll(0.5)
+        if m is None:
+            continue
+        if m.error():
+            if m.error().code() == -191:  # _PARTITION_EOF
+                eofs.add(m.partition())
+            continue
+        out.append(m.value().decode())
+    c.close()
+    assert len(eofs) == partitions, f"reached the end of {sorted(eofs)} only"
+    return sorted(out)
+
+
+def txn_producer(bootstrap: str, transactional_id: str, **extra):
+    from confluent_kafka import Producer
+
+    conf = {"bootstrap.servers": bootstrap, "transactional.id": transactional_id}
+    conf.update(extra)
+    p = Producer(conf)
+    p.init_transactions(15)
+    return p
+
+
+def test_committed_and_aborted_transactions_as_each_isolation_level_sees_them(broker_factory):
+    broker = broker_factory()
+    confluent_create_topic(broker.bootstrap, "t", 3)
+    p = txn_producer(broker.bootstrap, "tx-visibility")
+    p.begin_transaction()
+    for i in range(5):
+        p.produce("t", key=str(i), value=f"committed-{i}")
+    p.commit_transaction(15)
+    p.begin_transaction()
+    for i in range(4):
+        p.produce("t", key=str(i), value=f"aborted-{i}")
+    p.flush()
+    p.abort_transaction(15)
+    p.begin_transaction()
+    for i in range(3):
+        p.produce("t", key=str(i), value=f"second-{i}")
+    p.commit_transaction(15)
+    committed = [f"committed-{i}" for i in range(5)] + [f"second-{i}" for i in range(3)]
+    aborted = [f"aborted-{i}" for i in range(4)]
+    assert read_all(broker.bootstrap, "t", 3, "read_committed", "rc") == sorted(committed)
+    assert read_all(broker.bootstrap, "t", 3, "read_uncommitted", "ru") == sorted(committed + aborted)
+    # The same after a restart (the aborted-transaction index and producer state reload).
+    broker.restart()
+    assert read_all(broker.bootstrap, "t", 3, "read_committed", "rc2") == sorted(committed)
+
+
+def test_consume_transform_produce_commits_offsets_with_the_output(broker_factory):
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    broker = broker_factory()
+    bs = broker.bootstrap
+    confluent_create_topic(bs, "in", 2)
+    confluent_create_topic(bs, "out", 2)
+    plain = Producer({"bootstrap.servers": bs})
+    for i in range(100):
+        plain.produce("in", key=str(i), value=str(i))
+    plain.flush()
+    c = Consumer({
+        "bootstrap.servers": bs,
+        "group.id": "ctp",
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "isolation.level": "read_committed",
+    })
+    c.subscribe(["in"])
+    p = txn_producer(bs, "ctp-1")
+    done, aborted, deadline = 0, 0, time.time() + 60
+    while done < 100 and time.time() < deadline:
+        msgs = c.consume(20, 1.0)
+        if not msgs:
+            continue
+        p.begin_transaction()
+        for m in msgs:
+            p.produce("out", key=m.key(), value=b"x" + m.value())
+        p.send_offsets_to_transaction(c.position(c.assignment()), c.consumer_group_metadata(), 15)
+        if aborted < 2:
+            # Abort: neither the output nor the offsets count; start again from the
+            # committed offsets.
+            aborted += 1
+            p.abort_transaction(15)
+            for tp in c.committed(c.assignment(), 15):
+                c.seek(TopicPartition(tp.topic, tp.partition, max(tp.offset, 0)))
+            continue
+        p.commit_transaction(15)
+        done += len(msgs)
+    assert done == 100
+    committed = c.committed([TopicPartition("in", 0), TopicPartition("in", 1)], 15)
+    c.close()
+    assert sum(t.offset for t in committed) == 100
+    out = read_all(bs, "out", 2, "read_committed", "check")
+    assert out == sorted(f"x{i}" for i in range(100))
+
+
+def test_a_second_producer_with_the_same_transactional_id_fences_the_first(broker_factory):
+    from confluent_kafka import KafkaException
+
+    broker = broker_factory()
+    confluent_create_topic(broker.bootstrap, "z", 1)
+    zombie = txn_producer(broker.bootstrap, "tx-zombie")
+    zombie.begin_transaction()
+    zombie.produce("z", value="zombie")
+    zombie.flush()
+    successor = txn_producer(broker.bootstrap, "tx-zombie")  # aborts the zombie's transaction
+    successor.begin_transaction()
+    successor.produce("z", value="successor")
+    successor.commit_transaction(15)
+    fenced = None
+    try:
+        zombie.produce("z", value="zombie-2")
+        zombie.commit_transaction(15)
+    except KafkaException as e:
+        fenced = e.args[0]
+    assert fenced is not None, "the zombie committed"
+    assert fenced.fatal() or fenced.txn_requires_abort(), fenced
+    assert read_all(broker.bootstrap, "z", 1, "read_committed", "zc") == ["successor"]
+    assert read_all(broker.bootstrap, "z", 1, "read_uncommitted", "zu") == ["successor", "zombie"]
+
+
+def test_a_transaction_left_open_by_a_kill9_is_aborted_after_its_timeout(broker_factory):
+    from confluent_kafka import Producer
+
+    broker = broker_factory("--transaction-abort-timed-out-transaction-cleanup-interval-ms", "200")
+    confluent_create_topic(broker.bootstrap, "k", 2)
+    p = txn_producer(broker.bootstrap, "tx-open", **{"transaction.timeout.ms": 3000})
+    p.begin_transaction()
+    for i in range(6):
+        p.produce("k", key=str(i), value=f"open-{i}")
+    p.flush()
+    broker.kill9()
+    broker.start()
+    del p  # the producer is gone with its transaction
+    plain = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(2):
+        plain.produce("k", partition=i, value=f"after-{i}")
+    plain.flush()
+    # Until the coordinator aborts it, the open transaction holds read_committed back;
+    # then everything after it is readable and nothing of it.
+    deadline = time.time() + 30
+    seen = []
+    while time.time() < deadline:
+        seen = read_all(broker.bootstrap, "k", 2, "read_committed", f"kc-{time.time()}")
+        if seen:
+            break
+        time.sleep(0.5)
+    assert seen == ["after-0", "after-1"]
+    everything = read_all(broker.bootstrap, "k", 2, "read_uncommitted", "ku")
+    assert everything == sorted(["after-0", "after-1"] + [f"open-{i}" for i in range(6)])
