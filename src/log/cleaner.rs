@@ -10,7 +10,9 @@
 //!
 //! One pass ([`PartitionLog::compact`]), on the partition's owning shard:
 //! 1. The **cleanable range** is the sealed segments (never the active one) up to the
-//!    first one younger than `min.compaction.lag.ms` (by its largest record timestamp).
+//!    first one younger than `min.compaction.lag.ms` (by its largest record timestamp)
+//!    or reaching past the last stable offset (a transaction still open there may
+//!    abort).
 //!    The **dirty** part is what lies past the cleaner checkpoint ([`Checkpoint`],
 //!    `cleaner-offset-checkpoint` in the partition directory: the end of the last pass's
 //!    range). The pass runs when dirty bytes / cleanable bytes exceed
@@ -484,7 +486,13 @@ impl PartitionLog {
                 .get()
                 .is_none_or(|(t, _)| now_ms.saturating_sub(t) >= policy.min_compaction_lag_ms)
         };
-        let cleanable = sealed.iter().position(|s| !lag_ok(s)).unwrap_or(sealed.len());
+        // Nothing at or past the last stable offset: the records of a transaction not
+        // yet complete may still be aborted (Kafka's `firstUncleanableDirtyOffset`).
+        let lso = self.last_stable_offset();
+        let cleanable = sealed
+            .iter()
+            .position(|s| !lag_ok(s) || s.next_offset.get() > lso)
+            .unwrap_or(sealed.len());
         let first_dirty = sealed
             .iter()
             .position(|s| s.next_offset.get() > checkpoint.cleaned_up_to)

@@ -550,3 +550,37 @@ fn a_cleaned_segment_keeps_the_aborted_transactions_of_the_segments_it_replaces(
         log.close().await.unwrap();
     });
 }
+
+#[test]
+fn segments_past_the_last_stable_offset_wait_for_their_transaction_to_end() {
+    use crate::protocol::control::{encode_marker_batch, ControlType, EndTxnMarker};
+    run(|dir| async move {
+        let log = PartitionLog::open(dir.clone(), compact_cfg()).await.unwrap();
+        let b = keyed(&[(Some("k"), Some("v1"))], 1_000, -1, -1, Compression::None);
+        log.append(b, 0).await.unwrap();
+        let mut t = keyed(&[(Some("k"), Some("open"))], 1_001, 7, 0, Compression::None).to_vec();
+        t[21..23].copy_from_slice(&crate::protocol::batch::ATTR_TRANSACTIONAL.to_be_bytes());
+        let crc = crate::protocol::batch::compute_crc(&t);
+        t[17..21].copy_from_slice(&crc.to_be_bytes());
+        log.append(Bytes::from(t), 0).await.unwrap();
+        seal(&log).await;
+        log.append(keyed(&[(Some("j"), Some("x"))], 1_002, -1, -1, Compression::None), 0)
+            .await
+            .unwrap();
+        seal(&log).await;
+        assert_eq!(log.last_stable_offset(), 1);
+        let (policy, limits) = (CompactionPolicy::default(), CleanerLimits::default());
+        // The open transaction's segment is not cleanable: k = v1 stays.
+        assert_eq!(log.compact(&policy, &limits, NOW, FORCE).await.unwrap(), None);
+        assert_eq!(contents(&log).await[0], row(0, "k", Some("v1")));
+        // Committed: now its record supersedes k = v1.
+        let commit = EndTxnMarker { control_type: ControlType::Commit, coordinator_epoch: 0 };
+        log.append(encode_marker_batch(7, 0, commit, 1_003).unwrap(), 0).await.unwrap();
+        seal(&log).await;
+        log.compact(&policy, &limits, NOW, FORCE).await.unwrap().unwrap();
+        let keys: Vec<(i64, Option<String>)> =
+            contents(&log).await.into_iter().map(|(o, k, _)| (o, k)).collect();
+        assert_eq!(keys[0], (1, Some("k".to_string())));
+        log.close().await.unwrap();
+    });
+}

@@ -92,7 +92,8 @@ struct Compacted {
     partition: i32,
 }
 
-/// One round over the compacted partitions and offsets logs this shard owns, as a
+/// One round over the compacted partitions, offsets logs and transaction state logs
+/// this shard owns, as a
 /// Kafka cleaner thread (`LogCleaner.CleanerThread`) works through
 /// `LogCleanerManager.grabFilthiestCompactedLog`: weigh every log, clean the filthiest
 /// ([`crate::log::cleaner::filthiest`]), weigh them all again, until none is eligible.
@@ -121,6 +122,13 @@ pub async fn pass(shard: &Shard) {
     for (p, log) in shard.groups.open_logs() {
         let topic = crate::metadata::OFFSETS_TOPIC.to_string();
         logs.push(Compacted { log, policy: offsets_policy, topic, partition: p as i32 });
+    }
+    // `__transaction_state` is compacted too (Kafka's defaults for it, as the offsets
+    // logs' with no topic of its own in the catalog): a transactional id's last record
+    // is all its replay needs.
+    for (p, log) in shard.txns.open_logs() {
+        let topic = "__transaction_state".to_string();
+        logs.push(Compacted { log, policy: OFFSETS_POLICY, topic, partition: p });
     }
     clean_filthiest_first(&logs, &limits).await;
 }
