@@ -11,8 +11,8 @@
 //! | [`protocol`] | no I/O: frames, headers, record batch view and scan, the records inside a batch (decode, rebuild a subset: compaction), transaction markers (control batches), strings |
 //! | [`net`] | per-core listener; `connection::serve`: frames in, responses out in order; `limits`: connection counts, queued request bytes, idle timeout |
 //! | [`handlers`] | one file per Kafka API, one two-phase shape; the `apis!` table |
-//! | [`shard`] | per-core `Shard`; `ShardMessage`s; control plane; group runtime; retention pass; producer-id expiration; log cleaner task |
-//! | [`log`] | `PartitionLog`: segments (background read-ahead, zero fill ahead of small writes, retention and the retiring of deleted segments off the shard, roll by age, the DeleteRecords start checkpoint, compaction), indexes, batch cache and its pooled arenas and read buffers, recovery, producers |
+//! | [`shard`] | per-core `Shard`; `ShardMessage`s; control plane; group runtime; transaction coordinator runtime (`__transaction_state` logs, markers); retention pass; producer-id expiration; log cleaner task |
+//! | [`log`] | `PartitionLog`: segments (background read-ahead, zero fill ahead of small writes, retention and the retiring of deleted segments off the shard, roll by age, the DeleteRecords start checkpoint, compaction), indexes, the aborted-transaction index and last stable offset, batch cache and its pooled arenas and read buffers, recovery, producers |
 //! | [`coordinator`] | the consumer group coordinator, a pure state machine; its records in Kafka's `__consumer_offsets` schemas; KIP-848 topic regexes; transactional offsets (TxnOffsetCommit, pending until a transaction marker) |
 //! | [`txn`] | the transaction coordinator (KIP-98, KIP-360, KIP-890), a pure state machine: InitProducerId, AddPartitionsToTxn / AddOffsetsToTxn and the KIP-890 verification, EndTxn and its markers, timeouts, transactional id expiration, Describe/ListTransactions; its records in Kafka's `__transaction_state` schemas |
 //! | [`metadata`] | the topic catalog: names, ids, partitions, placement, the internal topic `__consumer_offsets` and how groups map to it; persisted |

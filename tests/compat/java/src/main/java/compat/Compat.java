@@ -947,6 +947,9 @@ public final class Compat {
             p.commitTransaction();
             p.beginTransaction();
             for (int i = 0; i < 10; i++) p.send(new ProducerRecord<>(t, 0, "a" + i, "aborted"));
+            // Written before the abort (else the producer may drop them unsent, and the
+            // offsets below depend on timing).
+            p.flush();
             p.abortTransaction();
             p.beginTransaction();
             for (int i = 10; i < 15; i++) p.send(new ProducerRecord<>(t, 0, "k" + i, "v" + i));
