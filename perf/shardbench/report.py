@@ -151,6 +151,7 @@ def targets(bench: Bench) -> list[dict]:
     add("broker CPU-s per GB, produce-max (rdkafka)", "produce-max", "rdkafka", "cpu_per_gb", 0.5, "lower", "")
     add("broker CPU-s per GB, consume-max (rdkafka)", "consume-max", "rdkafka", "cpu_per_gb", 0.5, "lower", "")
     add("produce-rate p99 latency (java), ms", "produce-rate", "java", "p99", 0.5, "lower", "")
+    add("produce-txn throughput (java), MiB/s", "produce-txn", "java", "mibps", 1.0, "higher", "")
     return out
 
 
@@ -355,6 +356,8 @@ def write_report(bench: Bench, out_dir: Path, full: bool) -> Path:
         "consume-max": "read the produce-max topic (4 partitions) from offset 0. Java: `kafka-consumer-perf-test` "
                        "(subscribe, consumer group); rdkafka: `rdkafka_performance -C` with the 4 partitions assigned "
                        "(no group).",
+        "produce-txn": "1 KiB records, unthrottled, from `kafka-producer-perf-test --transactional-id ... "
+                       "--transaction-duration-ms 100` (a commit every 100 ms), 4 partitions.",
         "many-partitions": "1 KiB records into one topic of 1,000 partitions (Java producer); compare with "
                            "produce-max (4 partitions).",
         "many-connections": "200 `rdkafka_performance` producer processes at once (one broker connection each), "

@@ -6,6 +6,8 @@ workload runs against it:
   produce-small    100 B records, otherwise the same
   produce-rate     fixed offered load (half of Kafka's produce-max records/s): latency
   consume-max      read the produce-max topic back from offset 0
+  produce-txn      produce-max's records from a transactional Java producer, a transaction
+                   every 100 ms (issue 12)
   many-partitions  1,000 partitions, 1 KiB records
   many-connections 200 producer processes (rdkafka_performance), one connection each
 
@@ -40,7 +42,8 @@ from .clients import (Proc, create_topic_cmd, java_consumer_cmd, java_producer_c
 from .common import MIB, RDPERF, ROOT, RUN, BenchError, Result, Ticker, fill_latency, rel, say, tail
 from .limits import LIMIT_WORKLOADS, LimitsMixin
 
-WORKLOADS = ["produce-max", "produce-small", "produce-rate", "consume-max", "many-partitions", "many-connections"]
+WORKLOADS = ["produce-max", "produce-small", "produce-rate", "consume-max", "produce-txn", "many-partitions",
+             "many-connections"]
 ALL_WORKLOADS = WORKLOADS + LIMIT_WORKLOADS
 
 
@@ -222,6 +225,13 @@ class Bench(LimitsMixin):
             stop.set()
             t.join(10)
         r.notes.append(f"{scrapes[0]} scrapes, {failures[0]} failed")
+
+    def w_produce_txn(self, b: Broker):
+        """kafka-producer-perf-test with a transactional id, committing every 100 ms."""
+        self.create_topic(b, "bench-txn", 4)
+        n = self.sizes["max_records"] // 2
+        self.java_producer(b, "produce-txn", "bench-txn", n, 1024,
+                           extra=("--transactional-id", f"bench-txn-{b.name}", "--transaction-duration-ms", "100"))
 
     def w_produce_small(self, b: Broker):
         self.create_topic(b, "bench-small", 4)
@@ -432,6 +442,7 @@ class Bench(LimitsMixin):
         self.versions[b.name] = b.version()
         fn = {"produce-max": self.w_produce_max, "produce-small": self.w_produce_small,
               "produce-rate": self.w_produce_rate, "consume-max": self.w_consume_max,
+              "produce-txn": self.w_produce_txn,
               "many-partitions": self.w_many_partitions, "many-connections": self.w_many_connections,
               "producers-unthrottled": self.w_producers_unthrottled,
               "idle-connections-5k": self.w_idle_connections_5k, "partitions-10k": self.w_partitions_10k}
