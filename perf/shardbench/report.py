@@ -151,7 +151,8 @@ def targets(bench: Bench) -> list[dict]:
     add("broker CPU-s per GB, produce-max (rdkafka)", "produce-max", "rdkafka", "cpu_per_gb", 0.5, "lower", "")
     add("broker CPU-s per GB, consume-max (rdkafka)", "consume-max", "rdkafka", "cpu_per_gb", 0.5, "lower", "")
     add("produce-rate p99 latency (java), ms", "produce-rate", "java", "p99", 0.5, "lower", "")
-    add("produce-txn throughput (java), MiB/s", "produce-txn", "java", "mibps", 1.0, "higher", "")
+    if "produce-txn" in bench.opts.workloads:
+        add("produce-txn throughput (java), MiB/s", "produce-txn", "java", "mibps", 1.0, "higher", "")
     return out
 
 
