@@ -59,6 +59,7 @@ import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.GroupIdNotFoundException;
 import org.apache.kafka.common.errors.InvalidPartitionsException;
+import org.apache.kafka.common.errors.ProducerFencedException;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.errors.TransactionalIdAuthorizationException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
@@ -965,6 +966,31 @@ public final class Compat {
         List<String> all = readAll(t, "read_uncommitted", 25);
         eq(25, all.size(), "read_uncommitted record count");
         log("read_committed sees exactly the 15 committed records; read_uncommitted sees 25");
+        // A zombie: a second producer with the same transactional id fences the first,
+        // whose commit then fails with ProducerFencedException; its open records are aborted.
+        String z = "txz-" + UNIQ;
+        createTopic(z, 1);
+        Map<String, String> zcfg = Map.of(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "txz-" + UNIQ);
+        KafkaProducer<String, String> zombie = producer(zcfg);
+        try (KafkaProducer<String, String> successor = producer(zcfg)) {
+            zombie.initTransactions();
+            zombie.beginTransaction();
+            zombie.send(new ProducerRecord<>(z, 0, "zombie", "z"));
+            zombie.flush();
+            successor.initTransactions();
+            expectFailure("the zombie's commitTransaction", ProducerFencedException.class, () -> {
+                zombie.commitTransaction();
+                return "commitTransaction() returned";
+            });
+            successor.beginTransaction();
+            successor.send(new ProducerRecord<>(z, 0, "successor", "s"));
+            successor.commitTransaction();
+        } finally {
+            zombie.close(Duration.ofSeconds(5));
+        }
+        // offsets: zombie 0, abort marker 1, successor 2, commit marker 3
+        eq(List.of("successor@2"), readAll(z, "read_committed", 1), "read_committed after the zombie");
+        log("a second producer fenced the zombie (ProducerFencedException); only its own record is committed");
     }
 
     static List<String> readAll(String t, String isolation, int n) {
