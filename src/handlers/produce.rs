@@ -111,7 +111,7 @@ type ShardResults = Vec<KafkaResult<Appended>>;
 /// a partition that is not gets INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v11),
 /// a fenced producer INVALID_PRODUCER_EPOCH, a coordinator that cannot tell
 /// NOT_ENOUGH_REPLICAS (retried by every client). A transactional batch without a
-/// transactional id in the request gets INVALID_TXN_STATE.
+/// transactional id in the request gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 pub async fn handle(ctx: &Ctx, request: ProduceRequest) -> Outcome<ProduceResponse> {
     let v = ctx.api_version;
     let acks = request.acks;
@@ -201,9 +201,10 @@ async fn verify_transactional(
     }
     let Some((producer_id, producer_epoch)) = producer else { return refused };
     let Some(id) = request.transactional_id.as_ref().map(|id| id.to_string()) else {
+        // Kafka's KafkaApis refuses the request as unauthorized for a transactional id.
         for tp in wanted {
             let message = "Transactional records without a transactional id".to_string();
-            refused.insert(tp, (ResponseError::InvalidTxnState, message));
+            refused.insert(tp, (ResponseError::TransactionalIdAuthorizationFailed, message));
         }
         return refused;
     };

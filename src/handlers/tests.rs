@@ -945,7 +945,10 @@ fn txn_offset_commit_refuses_unknown_partitions_and_merges_by_topic() {
     use kafka_protocol::messages::txn_offset_commit_request::{
         TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
     };
-    use kafka_protocol::messages::{GroupId, ProducerId, TxnOffsetCommitRequest};
+    use kafka_protocol::messages::{
+        AddOffsetsToTxnRequest, GroupId, InitProducerIdRequest, TransactionalId,
+        TxnOffsetCommitRequest,
+    };
     with_shard(|shard| async move {
         let name = |s: &'static str| TopicName(StrBytes::from_static_str(s));
         create_topics(
@@ -956,12 +959,42 @@ fn txn_offset_commit_refuses_unknown_partitions_and_merges_by_topic() {
                 .with_replication_factor(1)],
         )
         .await;
+        // A transactional producer whose transaction has group "g"'s offsets partition.
+        let tx = || TransactionalId(StrBytes::from_static_str("tx"));
+        let init = RequestKind::InitProducerId(
+            InitProducerIdRequest::default()
+                .with_transactional_id(Some(tx()))
+                .with_transaction_timeout_ms(60_000),
+        );
+        let ResponseKind::InitProducerId(init) =
+            super::tests::answer(&shard, ApiKey::InitProducerId, 4, init).await
+        else {
+            panic!()
+        };
+        let (pid, epoch) = (init.producer_id, init.producer_epoch);
+        let add = |group: &'static str| {
+            RequestKind::AddOffsetsToTxn(
+                AddOffsetsToTxnRequest::default()
+                    .with_transactional_id(tx())
+                    .with_producer_id(pid)
+                    .with_producer_epoch(epoch)
+                    .with_group_id(GroupId(StrBytes::from_static_str(group))),
+            )
+        };
+        let ResponseKind::AddOffsetsToTxn(added) =
+            super::tests::answer(&shard, ApiKey::AddOffsetsToTxn, 3, add("g")).await
+        else {
+            panic!()
+        };
+        assert_eq!(added.error_code, 0);
         let part = |i| TxnOffsetCommitRequestPartition::default().with_partition_index(i);
         let request = |group: &'static str, topics| {
             RequestKind::TxnOffsetCommit(
                 TxnOffsetCommitRequest::default()
+                    .with_transactional_id(tx())
                     .with_group_id(GroupId(StrBytes::from_static_str(group)))
-                    .with_producer_id(ProducerId(5))
+                    .with_producer_id(pid)
+                    .with_producer_epoch(epoch)
                     .with_topics(topics),
             )
         };
@@ -1016,6 +1049,19 @@ fn txn_offset_commit_refuses_unknown_partitions_and_merges_by_topic() {
             answer(dispatch(&ctx(&shard, 0), frame(ApiKey::TxnOffsetCommit, 0, 2, &body)).await)
                 .await;
         assert_eq!(codes(&r), vec![("nope".into(), 1, 3)]);
+        assert_eq!(shard.groups.summaries().len(), 1);
+        // Group "k"'s offsets partition is not in the transaction (no AddOffsetsToTxn):
+        // INVALID_TXN_STATE (48) for every partition, nothing written, no group.
+        let body = request(
+            "k",
+            vec![TxnOffsetCommitRequestTopic::default()
+                .with_name(name("t"))
+                .with_partitions(vec![part(0), part(1)])],
+        );
+        let r =
+            answer(dispatch(&ctx(&shard, 3), frame(ApiKey::TxnOffsetCommit, 3, 3, &body)).await)
+                .await;
+        assert_eq!(codes(&r), vec![("t".into(), 0, 48), ("t".into(), 1, 48)]);
         assert_eq!(shard.groups.summaries().len(), 1);
     });
 }

@@ -5,14 +5,21 @@
 //! batch of the producer to the group's `__consumer_offsets` partition and answers
 //! once it is durable. They stay pending until the transaction's marker (see
 //! `GroupHost::write_txn_marker`). Kafka source: `KafkaApis.handleTxnOffsetCommitRequest`.
+//!
+//! First the transaction coordinator confirms that the group's `__consumer_offsets`
+//! partition is in the producer's ongoing transaction (AddOffsetsToTxn), as Kafka 4.x
+//! verifies transactional offset commits: offsets of a producer outside a transaction
+//! (or of a wrong epoch) would stay pending for good, with OffsetFetch answering
+//! UNSTABLE_OFFSET_COMMIT forever.
 
 use kafka_protocol::messages::txn_offset_commit_response::{
     TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
 };
 use kafka_protocol::messages::{TopicName, TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 
-use super::{group_route, Ctx, Outcome, Versions};
+use super::{group_route, txn_route, Ctx, Outcome, Versions};
 use crate::error::ResponseError;
+use crate::shard::transactions::TxnCall;
 
 pub const VERSIONS: Versions = Versions { min: 0, max: 4 };
 
@@ -41,6 +48,18 @@ pub async fn handle(
     if request.topics.is_empty() {
         return Outcome::Ready(response);
     }
+    // An empty group id is the coordinator's INVALID_GROUP_ID, checked before
+    // verification as in Kafka's `GroupCoordinatorService.commitTransactionalOffsets`.
+    let verified =
+        if request.group_id.is_empty() { None } else { verify(ctx, &request).await };
+    if let Some(error) = verified {
+        for t in &request.topics {
+            for p in &t.partitions {
+                add(&mut response, &t.name, p.partition_index, error);
+            }
+        }
+        return Outcome::Ready(response);
+    }
     let version = ctx.api_version;
     let routed = match group_route::to_group(ctx, request).await {
         Outcome::Later(routed) => routed,
@@ -61,6 +80,40 @@ pub async fn handle(
         }
         Some(response)
     }))
+}
+
+/// The error every partition gets when the group's offsets partition is not in the
+/// producer's transaction (INVALID_TXN_STATE), the producer is fenced
+/// (INVALID_PRODUCER_EPOCH), its id is not the transactional id's
+/// (INVALID_PRODUCER_ID_MAPPING), or the coordinator cannot tell yet
+/// (COORDINATOR_NOT_AVAILABLE, retried by clients); None when verified.
+async fn verify(ctx: &Ctx, request: &TxnOffsetCommitRequest) -> Option<ResponseError> {
+    let transactional_id = request.transactional_id.to_string();
+    let placement = ctx.shard.groups.placement();
+    let p = crate::shard::groups::offsets_partition(request.group_id.as_str(), placement);
+    let partitions = vec![(crate::metadata::OFFSETS_TOPIC.to_string(), p as i32)];
+    let (producer_id, producer_epoch) = (request.producer_id.0, request.producer_epoch);
+    let answer = txn_route::ask(ctx, &transactional_id.clone(), |reply| TxnCall::Verify {
+        transactional_id,
+        producer_id,
+        producer_epoch,
+        partitions,
+        reply,
+    })
+    .await
+    .await;
+    let error = match answer {
+        Ok(results) => results.into_iter().find_map(|(_, e)| e)?,
+        Err(e) => e,
+    };
+    Some(match error {
+        ResponseError::ProducerFenced => ResponseError::InvalidProducerEpoch,
+        ResponseError::TransactionAbortable => ResponseError::InvalidTxnState,
+        ResponseError::ConcurrentTransactions
+        | ResponseError::CoordinatorLoadInProgress
+        | ResponseError::NotCoordinator => ResponseError::CoordinatorNotAvailable,
+        e => e,
+    })
 }
 
 /// Adds `partition` of `topic` with `error` to the response (Kafka's

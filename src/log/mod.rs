@@ -570,11 +570,13 @@ impl PartitionLog {
     /// Exclusive: the first offset a read_committed consumer may not read yet: the
     /// first offset of the earliest transaction not complete (ongoing, or its marker
     /// not yet written), or the high watermark when that is lower (KIP-98, Kafka's
-    /// `UnifiedLog.lastStableOffset`).
+    /// `UnifiedLog.lastStableOffset`); never below the log start offset (DeleteRecords
+    /// or retention past an open transaction's start: Kafka's
+    /// `updateFirstUnstableOffset` clamps it there too).
     pub fn last_stable_offset(&self) -> i64 {
         let hw = self.watch.get();
         let first_unstable = self.state.borrow().producers.first_unstable_offset();
-        first_unstable.map_or(hw, |o| o.min(hw))
+        first_unstable.map_or(hw, |o| o.max(self.log_start.get()).min(hw))
     }
 
     /// [`PartitionLog::read`] without the log start check (what is still stored below

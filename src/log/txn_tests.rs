@@ -168,3 +168,21 @@ fn a_segment_roll_keeps_each_abort_in_its_segments_index() {
         log.close().await.unwrap();
     });
 }
+
+#[test]
+fn the_last_stable_offset_is_never_below_the_log_start() {
+    run(|dir| async move {
+        let log = PartitionLog::open(dir.clone(), cfg()).await.unwrap();
+        log.append(batch(3, 5, 0), 0).await.unwrap(); // 0-2
+        log.append(txn(1, 0, 3), 0).await.unwrap(); // 3-5, open
+        log.append(batch(3, 5, 0), 0).await.unwrap(); // 6-8
+        assert_eq!(log.last_stable_offset(), 3);
+        // DeleteRecords past the open transaction's start (Kafka clamps there too).
+        assert_eq!(log.delete_records(5).await.unwrap(), 5);
+        assert_eq!(log.last_stable_offset(), 5);
+        assert_eq!(log.read_committed(5, 1 << 20).await.unwrap().0, Bytes::new());
+        log.append(marker(1, ControlType::Commit, 0), 0).await.unwrap(); // 9
+        assert_eq!(log.last_stable_offset(), 10);
+        log.close().await.unwrap();
+    });
+}

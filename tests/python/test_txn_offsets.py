@@ -2,9 +2,10 @@
 (non-flexible) and OffsetFetch v7 (flexible, `require_stable`), asserting exact response
 fields, across a restart.
 
-No transaction coordinator writes markers yet, so a transaction's offsets stay pending:
-invisible to OffsetFetch, and UNSTABLE_OFFSET_COMMIT (88) when the fetch requires
-stable offsets, as Kafka answers while a transaction that committed offsets is open.
+The transaction stays open (no EndTxn), so its offsets stay pending: invisible to
+OffsetFetch, and UNSTABLE_OFFSET_COMMIT (88) when the fetch requires stable offsets, as
+Kafka answers while a transaction that committed offsets is open. Offsets of a producer
+whose transaction does not hold the group's offsets partition are refused first.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import Dict, List, Tuple
 from group_helpers import NONE, UNKNOWN_TOPIC_OR_PARTITION, RawConn, enc_array, r_i64
 from helpers import Reader, enc_str, frame, recv_frame
 
-TXN_OFFSET_COMMIT, OFFSET_FETCH = 28, 9
+TXN_OFFSET_COMMIT, OFFSET_FETCH, INIT_PRODUCER_ID, ADD_OFFSETS_TO_TXN = 28, 9, 22, 25
+INVALID_TXN_STATE, INVALID_PRODUCER_ID_MAPPING = 48, 49
 UNSTABLE_OFFSET_COMMIT = 88
 INVALID_GROUP_ID = 24
 
@@ -35,6 +37,22 @@ def txn_offset_commit_v2(conn: RawConn, group: str, producer_id: int, producer_e
             out[(name, idx)] = err
     assert r.pos == len(r.data)
     return out
+
+
+def init_transactions(conn: RawConn, txid: str) -> Tuple[int, int]:
+    """InitProducerId v1 with a transactional id -> (producer id, epoch)."""
+    conn.send(INIT_PRODUCER_ID, 1, enc_str(txid) + struct.pack(">i", 60_000))
+    r = conn.recv()
+    assert r.i32() == 0 and r.i16() == NONE
+    return r_i64(r), r.i16()
+
+
+def add_offsets_to_txn(conn: RawConn, txid: str, producer_id: int, epoch: int, group: str) -> int:
+    """AddOffsetsToTxn v1 -> error code."""
+    conn.send(ADD_OFFSETS_TO_TXN, 1, enc_str(txid) + struct.pack(">qh", producer_id, epoch) + enc_str(group))
+    r = conn.recv()
+    assert r.i32() == 0
+    return r.i16()
 
 
 def uvarint(n: int) -> bytes:
@@ -101,7 +119,14 @@ def offset_fetch_v7(conn: RawConn, group: str, topics: Dict[str, List[int]], req
 def test_txn_offsets_are_pending_and_unstable_until_their_marker_also_after_a_restart(broker):
     with RawConn(broker.bootstrap) as c:
         assert c.create_topic("txt", 2) == NONE
-        errs = txn_offset_commit_v2(c, "txg", 4242, 0, {"txt": [(0, 42), (7, 1)], "nope": [(0, 1)]})
+        pid, epoch = init_transactions(c, "tx-1")
+        # Not in the transaction yet: refused, nothing pending.
+        assert txn_offset_commit_v2(c, "txg", pid, epoch, {"txt": [(0, 41)]}) == {("txt", 0): INVALID_TXN_STATE}
+        assert add_offsets_to_txn(c, "tx-1", pid, epoch, "txg") == NONE
+        # Another producer id than the transactional id's.
+        assert txn_offset_commit_v2(c, "txg", pid + 1, epoch, {"txt": [(0, 41)]}) == {
+            ("txt", 0): INVALID_PRODUCER_ID_MAPPING}
+        errs = txn_offset_commit_v2(c, "txg", pid, epoch, {"txt": [(0, 42), (7, 1)], "nope": [(0, 1)]})
         # Unknown partitions first (Kafka's response builder), then the coordinator's.
         assert errs == {("txt", 7): UNKNOWN_TOPIC_OR_PARTITION, ("nope", 0): UNKNOWN_TOPIC_OR_PARTITION,
                         ("txt", 0): NONE}, errs
