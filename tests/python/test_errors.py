@@ -193,19 +193,26 @@ def test_unsupported_api_versions_version_gets_v0_answer(broker):
     assert_broker_serves(broker)
 
 
-def test_transactional_producer_fails_at_once_until_transactions_exist(broker):
-    """Transactions are not implemented yet: a transactional producer must fail fast with a
-    non-retriable error, not retry COORDINATOR_NOT_AVAILABLE until its timeout."""
+def test_a_transaction_timeout_above_the_brokers_maximum_fails_at_once(broker_factory):
+    """InitProducerId with a transaction timeout above `--transaction-max-timeout-ms` gets
+    INVALID_TRANSACTION_TIMEOUT, as Kafka answers: the producer fails at once, it does not
+    retry until its own timeout."""
     import time
 
     import confluent_kafka as ck
 
-    p = ck.Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "tx-1"})
+    broker = broker_factory("--transaction-max-timeout-ms", "5000")
+    p = ck.Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "tx-1",
+                     "transaction.timeout.ms": 60000})
     start = time.monotonic()
     with pytest.raises(ck.KafkaException) as e:
         p.init_transactions(30)
     err = e.value.args[0]
-    assert err.code() == ck.KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    assert err.fatal() and not err.retriable()
+    assert err.code() == ck.KafkaError.INVALID_TRANSACTION_TIMEOUT
+    assert not err.retriable()
     assert time.monotonic() - start < 10
     assert_broker_serves(broker)
+    # Within the maximum it works.
+    ok = ck.Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "tx-2",
+                      "transaction.timeout.ms": 5000})
+    ok.init_transactions(30)
