@@ -143,7 +143,7 @@ impl GroupHost {
             if !dir.exists() {
                 continue;
             }
-            let log = PartitionLog::open(dir.clone(), log_config(config)).await?;
+            let log = PartitionLog::open(dir.clone(), internal_log_config(config)).await?;
             let in_partition = |g: &str| offsets_partition(g, placement) == p;
             loaded += replay(&log, &mut coordinator, &dir, &in_partition).await?;
             logs.insert(p, log);
@@ -159,7 +159,7 @@ impl GroupHost {
             coordinator: Rc::new(RefCell::new(coordinator)),
             logs: Rc::new(RefCell::new(logs)),
             opening: Rc::new(Semaphore::new(1)),
-            config: log_config(config),
+            config: internal_log_config(config),
             meta_dir,
             waiting: RefCell::new(HashMap::new()),
             next_token: Cell::new(1),
@@ -702,7 +702,8 @@ fn offsets_dir(meta_dir: &Path, p: usize) -> PathBuf {
     meta_dir.join(format!("consumer-offsets-{p}"))
 }
 
-fn log_config(config: &Config) -> LogConfig {
+/// The settings of the shard's internal logs (offsets and `__transaction_state`).
+pub(super) fn internal_log_config(config: &Config) -> LogConfig {
     LogConfig {
         segment_bytes: config.offsets_topic_segment_bytes,
         index_interval_bytes: config.index_interval_bytes,
@@ -1105,7 +1106,8 @@ mod tests {
         let _executor = glommio::LocalExecutorBuilder::default()
             .spawn(move || async move {
                 let config = Config::parse_from(["shardlog"]);
-                let log = PartitionLog::open(dir.clone(), log_config(&config)).await.unwrap();
+                let log =
+                    PartitionLog::open(dir.clone(), internal_log_config(&config)).await.unwrap();
                 let encode = |records: Vec<Record>| {
                     let mut buf = BytesMut::new();
                     let options =

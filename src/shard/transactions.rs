@@ -29,10 +29,11 @@ use std::time::Duration;
 use futures_channel::oneshot;
 use glommio::sync::Semaphore;
 
+use super::groups::internal_log_config;
 use super::messages::{Reply, TxnMarkerWrite};
 use super::{ControlRequest, DataRequest, Shard};
 use crate::clock::now_ms;
-use crate::config::{Config, FlushPolicy};
+use crate::config::Config;
 use crate::error::{KafkaResult, ResponseError};
 use crate::log::{LogConfig, PartitionLog};
 use crate::protocol::control::{ControlType, EndTxnMarker};
@@ -147,7 +148,7 @@ impl TxnHost {
             coordinator.begin_load(p, COORDINATOR_EPOCH);
             let dir = txn_dir(&meta_dir, p);
             if dir.exists() {
-                let log = PartitionLog::open(dir.clone(), log_config(config)).await?;
+                let log = PartitionLog::open(dir.clone(), internal_log_config(config)).await?;
                 loaded += replay(&log, &mut coordinator, p, &dir).await?;
                 logs.insert(p, log);
             }
@@ -165,7 +166,7 @@ impl TxnHost {
             coordinator: RefCell::new(coordinator),
             logs: RefCell::new(logs),
             opening: Semaphore::new(1),
-            config: log_config(config),
+            config: internal_log_config(config),
             meta_dir,
             resend: RefCell::new(resend),
             abort_interval_ms: config.transaction_abort_timed_out_transaction_cleanup_interval_ms,
@@ -474,22 +475,6 @@ fn unit(d: Decision<()>) -> Decision<ProducerIdAndEpoch> {
 
 fn txn_dir(meta_dir: &Path, p: i32) -> PathBuf {
     meta_dir.join(format!("transaction-state-{p}"))
-}
-
-fn log_config(config: &Config) -> LogConfig {
-    LogConfig {
-        segment_bytes: config.offsets_topic_segment_bytes,
-        index_interval_bytes: config.index_interval_bytes,
-        // A transaction's state is acknowledged only once durable, whatever the data
-        // topics' policy (Kafka writes it with acks=all).
-        flush: FlushPolicy::Always,
-        flush_interval_ms: config.flush_interval_ms,
-        cache_bytes: 64 << 10,
-        shard_cache: None,
-        log_append_time: false,
-        zero_fill_max_write: config.zero_fill_max_write_bytes,
-        segment_ms: i64::MAX,
-    }
 }
 
 /// Feeds every record of partition `p`'s log to the loading coordinator; returns how

@@ -359,7 +359,7 @@ impl TxnCoordinator {
         let ids: Vec<String> = ids.into_iter().cloned().collect();
         let mut out = Vec::new();
         for id in ids {
-            let entry = p.ids.get_mut(&id).expect("listed id");
+            let Some(entry) = p.ids.get_mut(&id) else { continue };
             let result = match entry.metadata.state {
                 TxnState::PrepareCommit => TxnResult::Commit,
                 TxnState::PrepareAbort => TxnResult::Abort,

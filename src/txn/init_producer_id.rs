@@ -59,7 +59,9 @@ impl TxnCoordinator {
             let created = TxnMetadata::new(producer_id, timeout_ms, now_ms);
             p.ids.insert(transactional_id.to_string(), Entry::new(created));
         }
-        let entry = p.ids.get(transactional_id).expect("inserted above");
+        let Some(entry) = p.ids.get(transactional_id) else {
+            return Answer(Err(ResponseError::UnknownServerError)); // inserted above
+        };
         let m = &entry.metadata;
         if entry.pending.is_some() {
             return Answer(Err(ResponseError::ConcurrentTransactions));
