@@ -11,6 +11,7 @@
 //! | [`protocol`] | no I/O: frames, headers, record batch view and scan, the records inside a batch (decode, rebuild a subset: compaction), transaction markers (control batches), strings |
 //! | [`net`] | per-core listener; `connection::serve`: frames in, responses out in order; `limits`: connection counts, queued request bytes, idle timeout |
 //! | [`handlers`] | one file per Kafka API, one two-phase shape; the `apis!` table |
+//! | [`security`] | the Kafka principal a connection acts as (`User:ANONYMOUS` on PLAINTEXT) |
 //! | [`shard`] | per-core `Shard`; `ShardMessage`s; control plane; group runtime; transaction coordinator runtime (`__transaction_state` logs, markers); retention pass; producer-id expiration; log cleaner task |
 //! | [`log`] | `PartitionLog`: segments (background read-ahead, zero fill ahead of small writes, retention and the retiring of deleted segments off the shard, roll by age, the DeleteRecords start checkpoint, compaction), indexes, the aborted-transaction index and last stable offset, batch cache and its pooled arenas and read buffers, recovery, producers |
 //! | [`coordinator`] | the consumer group coordinator, a pure state machine; its records in Kafka's `__consumer_offsets` schemas; KIP-848 topic regexes; transactional offsets (TxnOffsetCommit, pending until a transaction marker) |
@@ -63,6 +64,7 @@ pub mod metadata;
 pub mod metrics;
 pub mod net;
 pub mod protocol;
+pub mod security;
 pub mod shard;
 pub mod shutdown;
 pub mod top;

@@ -65,6 +65,8 @@ pub struct Ctx {
     pub client_id: String,
     /// The client's address as text (for group member metadata and logs).
     pub client_host: Rc<str>,
+    /// Who the connection authenticated as (`User:ANONYMOUS` on PLAINTEXT).
+    pub principal: Rc<crate::security::KafkaPrincipal>,
 }
 
 /// The second phase of a request. It yields `None` when the shard that owed the

@@ -37,6 +37,7 @@ fn ctx(shard: &std::rc::Rc<Shard>, version: i16) -> Ctx {
         api_version: version,
         client_id: "table-test".into(),
         client_host: "127.0.0.1".into(),
+        principal: std::rc::Rc::new(crate::security::KafkaPrincipal::anonymous()),
     }
 }
 

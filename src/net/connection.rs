@@ -179,6 +179,8 @@ async fn read_loop(
     let max = shard.config.max_request_bytes;
     // Formatted once per connection, not per request.
     let client_host: Rc<str> = peer.map(|p| p.ip().to_string()).unwrap_or_default().into();
+    // Until a listener authenticates (issue 14), every connection is anonymous.
+    let principal = Rc::new(crate::security::KafkaPrincipal::anonymous());
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     loop {
         // Complete the 4-byte length prefix, then the frame.
@@ -246,6 +248,7 @@ async fn read_loop(
             api_version,
             client_id: std::mem::take(&mut request.client_id),
             client_host: client_host.clone(),
+            principal: principal.clone(),
         };
         if request.api.is_some_and(handlers::waits_for_earlier) {
             // It changes what earlier requests act on: let them finish first.
