@@ -6,7 +6,9 @@ against a bootstrap address and exits 0 iff the cell behaved as expected (for a 
 that another open issue owns, "not-yet": iff the documented interim behaviour held).
 `scripts/setup-test-deps` runs every family's `setup` first.
 
-Every cell gets a fresh broker (empty data dir, 2 cores). When the whole matrix ran
+Every cell gets a fresh broker (empty data dir, 2 cores). A cell marked
+`"broker_restart": true` asks the driver for one kill -9 and restart of the broker
+mid-run (see the loop in `test_compat`). When the whole matrix ran
 (no -k / deselection), the session's end rewrites tests/compat/README.md with the
 result of every cell (see conftest.py).
 """
@@ -14,7 +16,10 @@ result of every cell (see conftest.py).
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -46,20 +51,45 @@ CELLS = load_cells()
 
 
 @pytest.mark.parametrize("cell", CELLS, ids=[c["id"] for c in CELLS])
-def test_compat(cell, broker_factory):
+def test_compat(cell, broker_factory, tmp_path):
     broker = broker_factory()
     runner = COMPAT / cell["family"] / "run"
     timeout_s = cell.get("timeout_s", DEFAULT_TIMEOUT_S)
     cmd = [str(runner), "--bootstrap", broker.bootstrap, "--client", cell["client"],
            "--version", cell["version"], "--scenario", cell["scenario"]]
+    # A "broker_restart" cell creates $COMPAT_RESTART_DIR/request (holding how many
+    # seconds the broker stays dead, or nothing) when it wants the broker killed (kill -9);
+    # the driver restarts it on the same port and data dir and creates
+    # $COMPAT_RESTART_DIR/done.
+    restart_dir = tmp_path / "restart"
+    restart_dir.mkdir()
+    env = dict(os.environ, COMPAT_RESTART_DIR=str(restart_dir))
     started = time.monotonic()
-    try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           timeout=timeout_s + 30, cwd=runner.parent, start_new_session=True)
-        rc, out = p.returncode, p.stdout
-    except subprocess.TimeoutExpired as e:
-        rc = None
-        out = (e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or ""))
+    restarts = 0
+    with tempfile.TemporaryFile(mode="w+") as log:
+        p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True, cwd=runner.parent,
+                             start_new_session=True, env=env)
+        try:
+            while p.poll() is None and time.monotonic() - started < timeout_s + 30:
+                if cell.get("broker_restart") and (restart_dir / "request").exists() and restarts == 0:
+                    restarts += 1
+                    broker.kill9()
+                    down_s = (restart_dir / "request").read_text().strip()
+                    time.sleep(float(down_s or 0))
+                    broker.start()
+                    (restart_dir / "done").touch()
+                time.sleep(0.05)
+            rc = p.poll()
+            if rc is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        finally:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        log.seek(0)
+        out = log.read()
+    if rc is None:
         out += f"\n[driver] no answer within {timeout_s + 30} s: killed"
     seconds = time.monotonic() - started
     ok = rc == 0

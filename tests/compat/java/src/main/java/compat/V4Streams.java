@@ -58,6 +58,10 @@ public final class V4Streams {
             Map.entry("barks", 1L), Map.entry("a", 2L), Map.entry("and", 1L), Map.entry("end", 1L)));
 
     public static void run(String scenario) throws Exception {
+        if (scenario.equals("streams-wordcount-eos-restart")) {
+            V4StreamsRestart.run();
+            return;
+        }
         boolean eos = scenario.equals("streams-wordcount-eos");
         if (!eos && !scenario.equals("streams-wordcount")) throw new IllegalArgumentException(scenario);
         String app = (eos ? "wceos-" : "wc-") + UNIQ;
