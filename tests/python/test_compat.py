@@ -7,6 +7,7 @@ that another open issue owns, "not-yet": iff the documented interim behaviour he
 `scripts/setup-test-deps` runs every family's `setup` first.
 
 Every cell gets a fresh broker (empty data dir, 2 cores). A cell marked
+`"broker_args": [...]` gets those extra flags; one marked
 `"broker_restart": true` asks the driver for one kill -9 and restart of the broker
 mid-run (see the loop in `test_compat`). When the whole matrix ran
 (no -k / deselection), the session's end rewrites tests/compat/README.md with the
@@ -52,7 +53,7 @@ CELLS = load_cells()
 
 @pytest.mark.parametrize("cell", CELLS, ids=[c["id"] for c in CELLS])
 def test_compat(cell, broker_factory, tmp_path):
-    broker = broker_factory()
+    broker = broker_factory(*cell.get("broker_args", []))
     runner = COMPAT / cell["family"] / "run"
     timeout_s = cell.get("timeout_s", DEFAULT_TIMEOUT_S)
     cmd = [str(runner), "--bootstrap", broker.bootstrap, "--client", cell["client"],

@@ -58,8 +58,8 @@ public final class V4Streams {
             Map.entry("barks", 1L), Map.entry("a", 2L), Map.entry("and", 1L), Map.entry("end", 1L)));
 
     public static void run(String scenario) throws Exception {
-        if (scenario.equals("streams-wordcount-eos-restart")) {
-            V4StreamsRestart.run();
+        if (scenario.startsWith("streams-wordcount-eos-restart")) {
+            V4StreamsRestart.run(scenario);
             return;
         }
         boolean eos = scenario.equals("streams-wordcount-eos");
