@@ -356,6 +356,12 @@ pub struct Config {
     #[arg(long, env = "SHARDLOG_DEBUG_STALL_CLIENT_ID", hide = true)]
     pub debug_stall_client_id: Option<String>,
 
+    /// For tests of transaction recovery only: the transaction coordinator waits this
+    /// long (ms) after logging PrepareCommit / PrepareAbort before it writes the
+    /// transaction's markers, so a test can kill the broker in between. Default: 0.
+    #[arg(long, env = "SHARDLOG_DEBUG_TXN_MARKER_DELAY_MS", hide = true, default_value_t = 0)]
+    pub debug_txn_marker_delay_ms: u64,
+
     /// A shard that has not run its tasks for this long (its thread blocked, or a task
     /// that never yields) is logged as stalled, in ms ([`crate::watchdog`]). 0: never.
     #[arg(long, env = "SHARDLOG_STALL_WARN_MS", default_value_t = 2_000)]

@@ -127,6 +127,8 @@ pub struct TxnHost {
     resend: RefCell<Vec<TxnMarkers>>,
     abort_interval_ms: u64,
     expire_interval_ms: u64,
+    /// `--debug-txn-marker-delay-ms`: a wait before each transaction's markers (tests).
+    marker_delay: Duration,
 }
 
 impl TxnHost {
@@ -171,6 +173,7 @@ impl TxnHost {
             resend: RefCell::new(resend),
             abort_interval_ms: config.transaction_abort_timed_out_transaction_cleanup_interval_ms,
             expire_interval_ms: config.transaction_remove_expired_transaction_cleanup_interval_ms,
+            marker_delay: Duration::from_millis(config.debug_txn_marker_delay_ms),
         })
     }
 
@@ -346,6 +349,9 @@ impl TxnHost {
         };
         let marker = EndTxnMarker { control_type, coordinator_epoch: markers.coordinator_epoch };
         let mut left: Vec<TopicPartition> = markers.partitions.iter().cloned().collect();
+        if !self.marker_delay.is_zero() {
+            glommio::timer::sleep(self.marker_delay).await;
+        }
         let mut tries = 0u32;
         while !left.is_empty() {
             if tries > 0 {

@@ -1,7 +1,7 @@
 """Transactions (KIP-98) with librdkafka (confluent-kafka): commit and abort as
 read_committed and read_uncommitted consumers see them, a consume-transform-produce loop
 with send_offsets_to_transaction, a fenced zombie producer, and a transaction the broker
-aborts after a kill -9 left it open."""
+aborts after a kill -9 left it open, and transactions whose markers a kill -9 cut off."""
 
 from __future__ import annotations
 
@@ -238,3 +238,59 @@ def test_consume_transform_produce_across_a_kill9_has_no_duplicates_and_no_losse
     assert sum(t.offset for t in committed) == total
     out = read_all(bs, "out9", 2, "read_committed", "check9")
     assert out == sorted(f"x{i}" for i in range(total))
+
+
+def test_transactions_ended_but_not_marked_before_a_kill9_complete_after_the_restart(broker_factory):
+    """EndTxn answers once PrepareCommit / PrepareAbort is durable; the markers follow.
+    A broker killed in between must send them after the restart, from the transaction
+    log alone: the commit (records and its consumer offsets) becomes visible, the abort
+    never does."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    # Markers held back for 10 minutes: the kill lands between the Prepare* record and
+    # the markers.
+    broker = broker_factory("--debug-txn-marker-delay-ms", "600000")
+    bs = broker.bootstrap
+    confluent_create_topic(bs, "pm", 3)
+    confluent_create_topic(bs, "pm-in", 1)
+    plain = Producer({"bootstrap.servers": bs})
+    for i in range(5):
+        plain.produce("pm-in", value=f"in-{i}")
+    plain.flush()
+    c = Consumer({"bootstrap.servers": bs, "group.id": "pm-g", "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False})
+    c.assign([TopicPartition("pm-in", 0)])
+    got, deadline = [], time.time() + 30
+    while len(got) < 5 and time.time() < deadline:
+        got += [m for m in c.consume(5, 1.0) if not m.error()]
+    assert len(got) == 5
+
+    committer = txn_producer(bs, "pm-commit")
+    committer.begin_transaction()
+    for i in range(9):
+        committer.produce("pm", partition=i % 3, value=f"commit-{i}")
+    committer.send_offsets_to_transaction(c.position(c.assignment()), c.consumer_group_metadata(), 30)
+    committer.commit_transaction(30)
+    aborter = txn_producer(bs, "pm-abort")
+    aborter.begin_transaction()
+    for i in range(6):
+        aborter.produce("pm", partition=i % 3, value=f"abort-{i}")
+    aborter.flush()
+    aborter.abort_transaction(30)
+    c.close()
+
+    broker.kill9()
+    broker.extra_args = []
+    broker.start()
+    committed = [f"commit-{i}" for i in range(9)]
+    seen, deadline = [], time.time() + 30
+    while seen != sorted(committed) and time.time() < deadline:
+        seen = read_all(bs, "pm", 3, "read_committed", f"pm-rc-{time.time()}")
+        time.sleep(0.2)
+    assert seen == sorted(committed)
+    assert read_all(bs, "pm", 3, "read_uncommitted", "pm-ru") == sorted(
+        committed + [f"abort-{i}" for i in range(6)])
+    check = Consumer({"bootstrap.servers": bs, "group.id": "pm-g"})
+    offsets = check.committed([TopicPartition("pm-in", 0)], 30)
+    check.close()
+    assert [t.offset for t in offsets] == [5]
