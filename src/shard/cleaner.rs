@@ -128,7 +128,7 @@ pub async fn pass(shard: &Shard) {
     // is all its replay needs.
     for (p, log) in shard.txns.open_logs() {
         let topic = "__transaction_state".to_string();
-        logs.push(Compacted { log, policy: OFFSETS_POLICY, topic, partition: p });
+        logs.push(Compacted { log, policy: OFFSETS_POLICY, topic, partition: p as i32 });
     }
     clean_filthiest_first(&logs, &limits).await;
 }

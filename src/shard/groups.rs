@@ -25,12 +25,11 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_channel::oneshot;
 use futures_lite::future;
-use glommio::sync::Semaphore;
 use kafka_protocol::messages::{RequestKind, ResponseKind};
 use kafka_protocol::records::{Compression, RecordBatchDecoder};
 
 use super::append_barrier::AppendBarrier;
-use super::state::REOPEN_BACKOFF;
+use super::internal_logs::InternalLogs;
 use crate::clock::now_ms;
 use crate::config::{Config, FlushPolicy};
 use crate::coordinator::{
@@ -80,14 +79,9 @@ pub struct GroupCall {
 pub struct GroupHost {
     /// Shared with the group-state writes in flight, which undo a failed commit.
     coordinator: Rc<RefCell<GroupCoordinator>>,
-    /// Owned offsets partitions opened so far, by partition number. A partition's
-    /// log is created on its first write, so a fresh broker starts without 50
-    /// always-synced logs to create.
-    logs: Rc<RefCell<HashMap<usize, Rc<PartitionLog>>>>,
-    /// Serializes the creation (and the opening again) of offsets partitions.
-    opening: Rc<Semaphore>,
-    config: LogConfig,
-    meta_dir: PathBuf,
+    /// Owned offsets partitions opened so far. A partition's log is created on its
+    /// first write, so a fresh broker starts without 50 always-synced logs to create.
+    logs: InternalLogs,
     /// Parked and in-flight requests waiting for their `Respond`.
     waiting: RefCell<HashMap<RequestToken, oneshot::Sender<ResponseKind>>>,
     next_token: Cell<RequestToken>,
@@ -99,9 +93,6 @@ pub struct GroupHost {
     nr_shards: usize,
     /// Responses wait here for the group-state writes started before them.
     barrier: Rc<AppendBarrier>,
-    /// When the last try at opening again an offsets partition whose write failed
-    /// started.
-    last_reopen: Cell<Option<std::time::Instant>>,
     /// Outputs of the coordinator's reaction to a failed write
     /// ([`GroupCoordinator::group_write_failed`]), carried out by the group timers.
     deferred: Rc<RefCell<Vec<Output>>>,
@@ -157,17 +148,19 @@ impl GroupHost {
         );
         Ok(GroupHost {
             coordinator: Rc::new(RefCell::new(coordinator)),
-            logs: Rc::new(RefCell::new(logs)),
-            opening: Rc::new(Semaphore::new(1)),
-            config: internal_log_config(config),
-            meta_dir,
+            logs: InternalLogs::new(
+                meta_dir,
+                OFFSETS_DIR_PREFIX,
+                "offsets partition",
+                internal_log_config(config),
+                logs,
+            ),
             waiting: RefCell::new(HashMap::new()),
             next_token: Cell::new(1),
             placement,
             shard_id: id,
             nr_shards: nr_shards.max(1),
             barrier: Rc::new(AppendBarrier::default()),
-            last_reopen: Cell::new(None),
             deferred: Rc::default(),
             writing: Rc::default(),
         })
@@ -348,7 +341,6 @@ impl GroupHost {
         }
     }
 
-    /// The log of offsets partition `p` if this shard has created it.
     /// The groups this shard coordinates, for the metrics endpoint.
     pub fn summaries(&self) -> Vec<crate::coordinator::GroupSummary> {
         self.coordinator.borrow().group_summaries()
@@ -356,73 +348,19 @@ impl GroupHost {
 
     /// The offsets partitions open on this shard, with their logs, in partition order.
     pub fn open_logs(&self) -> Vec<(usize, Rc<PartitionLog>)> {
-        let mut v: Vec<_> = self.logs.borrow().iter().map(|(p, l)| (*p, l.clone())).collect();
-        v.sort_by_key(|(p, _)| *p);
-        v
+        self.logs.open_logs()
     }
 
+    /// The log of offsets partition `p` if this shard has created it.
     pub fn existing_log(&self, p: usize) -> Option<Rc<PartitionLog>> {
-        self.logs.borrow().get(&p).cloned()
+        self.logs.existing(p)
     }
 
     /// The log of offsets partition `p`, created on first use (by a write, or by a
-    /// consumer of `__consumer_offsets`, which then reads an empty partition).
-    ///
-    /// A log whose last write failed (say, the disk was full) is returned as it is (it
-    /// refuses appends and still serves reads), and a task is started that opens it
-    /// again (at most once per [`REOPEN_BACKOFF`]): recovery rebuilds it from its files
-    /// and writes resume once they succeed. In a task of its own, so that a group
-    /// request (or the mesh loop that runs it) neither waits for the recovery nor, if
-    /// dropped, cuts it short.
+    /// consumer of `__consumer_offsets`, which then reads an empty partition); opened
+    /// again after a failed write ([`InternalLogs::log_for`]).
     pub async fn log_for(&self, p: usize) -> std::io::Result<Rc<PartitionLog>> {
-        let existing = self.logs.borrow().get(&p).cloned();
-        if let Some(log) = existing {
-            if log.write_failed() {
-                self.start_reopen(p, &log);
-            }
-            return Ok(log);
-        }
-        let _permit = self.opening.acquire_permit(1).await;
-        if let Some(log) = self.logs.borrow().get(&p) {
-            return Ok(log.clone());
-        }
-        let log = PartitionLog::open(offsets_dir(&self.meta_dir, p), self.config.clone()).await?;
-        self.logs.borrow_mut().insert(p, log.clone());
-        Ok(log)
-    }
-
-    /// Starts opening again offsets partition `p`, whose log `failed` failed a write,
-    /// unless a try started less than [`REOPEN_BACKOFF`] ago. The new instance
-    /// replaces `failed` only if the open succeeds and `failed` is still the one in use.
-    fn start_reopen(&self, p: usize, failed: &Rc<PartitionLog>) {
-        if self.last_reopen.get().is_some_and(|t| t.elapsed() < REOPEN_BACKOFF) {
-            return;
-        }
-        self.last_reopen.set(Some(std::time::Instant::now()));
-        let (logs, opening, failed) = (self.logs.clone(), self.opening.clone(), failed.clone());
-        let (dir, config) = (offsets_dir(&self.meta_dir, p), self.config.clone());
-        glommio::spawn_local(async move {
-            let _permit = opening.acquire_permit(1).await;
-            let current = logs.borrow().get(&p).cloned();
-            if !current.is_some_and(|c| Rc::ptr_eq(&c, &failed)) {
-                return;
-            }
-            let _ = failed.close().await;
-            match PartitionLog::open(dir, config).await {
-                Ok(log) => {
-                    if crate::log::once_a_minute(log.dir(), "opened again") {
-                        tracing::info!(partition = p, "offsets partition opened again after a write failure");
-                    }
-                    logs.borrow_mut().insert(p, log);
-                }
-                Err(e) => tracing::warn!(
-                    partition = p,
-                    error = %e,
-                    "opening an offsets partition again after a write failure failed; retrying on the next write"
-                ),
-            }
-        })
-        .detach();
+        self.logs.log_for(p).await
     }
 
     /// Carries out outputs in order: appends start now; each response leaves once
@@ -494,11 +432,8 @@ impl GroupHost {
                     let failed: WriteFlag = Rc::new(Cell::new(None));
                     let group: Rc<str> = Rc::from(record.group());
                     written.push((group.clone(), failed.clone()));
-                    let Some(log) = self
-                        .logs
-                        .borrow()
-                        .get(&offsets_partition(record.group(), self.placement))
-                        .cloned()
+                    let Some(log) =
+                        self.logs.existing(offsets_partition(record.group(), self.placement))
                     else {
                         tracing::error!(
                             group = record.group(),
@@ -556,7 +491,7 @@ impl GroupHost {
                     let failed: WriteFlag = Rc::new(Cell::new(None));
                     written.push((group.clone(), failed.clone()));
                     let p = offsets_partition(&group, self.placement);
-                    let Some(log) = self.logs.borrow().get(&p).cloned() else {
+                    let Some(log) = self.logs.existing(p) else {
                         tracing::error!(
                             group = %group,
                             "no offsets partition on this shard for the group; answering NOT_COORDINATOR"
@@ -627,13 +562,7 @@ impl GroupHost {
 
     /// Closes the offsets partitions (shutdown).
     pub async fn close(&self) {
-        let _permit = self.opening.acquire_permit(1).await;
-        let logs: Vec<_> = self.logs.borrow().iter().map(|(p, l)| (*p, l.clone())).collect();
-        for (p, log) in logs {
-            if let Err(e) = log.close().await {
-                tracing::warn!(partition = p, error = %e, "closing offsets partition failed");
-            }
-        }
+        self.logs.close().await
     }
 }
 
@@ -698,8 +627,11 @@ fn undo_of(
     }
 }
 
+/// Offsets partition `p` lives in `meta/consumer-offsets-<p>/`.
+const OFFSETS_DIR_PREFIX: &str = "consumer-offsets";
+
 fn offsets_dir(meta_dir: &Path, p: usize) -> PathBuf {
-    meta_dir.join(format!("consumer-offsets-{p}"))
+    meta_dir.join(format!("{OFFSETS_DIR_PREFIX}-{p}"))
 }
 
 /// The settings of the shard's internal logs (offsets and `__transaction_state`).
@@ -883,7 +815,7 @@ mod tests {
             assert_eq!(commit_codes_of(host, "g", 1).await, vec![0]);
             assert_eq!(commit_codes_of(host, &other, 1).await, vec![0]);
             host.existing_log(p("g")).unwrap().fail_for_test();
-            host.last_reopen.set(Some(std::time::Instant::now()));
+            host.logs.set_last_reopen(Some(std::time::Instant::now()));
             let ids = ["g", other.as_str()].map(|g| GroupId(StrBytes::from_string(g.into())));
             let request = DeleteGroupsRequest::default().with_groups_names(ids.to_vec());
             let response = call(host, RequestKind::DeleteGroups(request), 2).await;
@@ -931,7 +863,7 @@ mod tests {
             assert_eq!(code_and_epoch(call(host, cg_beat("a", 0), 0).await), (0, 1));
             let logs = host.open_logs();
             assert_eq!(logs.len(), 1);
-            host.last_reopen.set(Some(std::time::Instant::now()));
+            host.logs.set_last_reopen(Some(std::time::Instant::now()));
             // b joins, and heartbeats again while the write of its record is in flight;
             // then that write fails.
             let mut replies = Vec::new();
@@ -967,7 +899,7 @@ mod tests {
             let (p, first) = logs[0].clone();
             first.fail_for_test();
             // Within the back-off the failed log stays: the write fails.
-            host.last_reopen.set(Some(std::time::Instant::now()));
+            host.logs.set_last_reopen(Some(std::time::Instant::now()));
             assert_eq!(commit_codes(host, 6).await, vec![16]);
             assert!(Rc::ptr_eq(&host.existing_log(p).unwrap(), &first));
             // Memory went back to what is stored: offset 5, as a restart would show.
@@ -979,7 +911,7 @@ mod tests {
             assert_eq!(committed(host), 5);
             // After it, a write starts opening the partition again from its files (in
             // a task of its own: this commit still meets the failed log).
-            host.last_reopen.set(None);
+            host.logs.set_last_reopen(None);
             assert_eq!(commit_codes(host, 7).await, vec![16]);
             assert_eq!(committed(host), 5);
             let mut waited = 0;
@@ -1261,8 +1193,9 @@ mod tests {
         });
     }
 
-    /// `DataRequest::TxnMarker` reaches the owning shard's group host and is answered
-    /// once the marker is written and applied.
+    /// A `DataRequest::WriteTxnMarkers` for a `__consumer_offsets` partition reaches
+    /// the owning shard's group host and is answered once the marker is written and
+    /// applied.
     #[test]
     fn a_txn_marker_message_ends_the_transaction_on_the_owning_shard() {
         crate::shard::testing::with_shard(|shard| async move {
@@ -1270,16 +1203,20 @@ mod tests {
             let p = offsets_partition("g", host.placement);
             assert_eq!(txn_commit(host, 7, 0).await, vec![0, 0]);
             let (reply, answer) = oneshot::channel();
-            let marker = crate::shard::DataRequest::TxnMarker {
-                partition: p,
+            let marker = crate::shard::messages::TxnMarkerWrite {
+                topic: crate::protocol::strings::topic_name(crate::metadata::OFFSETS_TOPIC),
+                partition: p as i32,
                 producer_id: 7,
                 producer_epoch: 0,
-                coordinator_epoch: 1,
-                commit: true,
-                reply,
+                marker: crate::protocol::control::EndTxnMarker {
+                    control_type: crate::protocol::control::ControlType::Commit,
+                    coordinator_epoch: 1,
+                },
             };
-            shard.send(shard.id, marker).await;
-            assert_eq!(answer.await.expect("answered"), Ok(()));
+            let request =
+                crate::shard::DataRequest::WriteTxnMarkers { markers: vec![marker], reply };
+            shard.send(shard.id, request).await;
+            assert_eq!(answer.await.expect("answered"), vec![Ok(())]);
             let committed = {
                 let c = host.coordinator.borrow();
                 (committed_in(&c, 0), committed_in(&c, 1))

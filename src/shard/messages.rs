@@ -238,21 +238,6 @@ pub enum DataRequest {
     Group { call: Box<GroupCall>, reply: Reply<ResponseKind> },
     /// A transaction request for a transactional id this shard coordinates.
     Txn(Box<super::transactions::TxnCall>),
-    /// Append a transaction marker to `__consumer_offsets` partition `partition` (to
-    /// the shard that owns it, `partition % nr_shards`) and apply it to the pending
-    /// transactional offsets there ([`super::groups::GroupHost::write_txn_marker`]):
-    /// what the transaction coordinator sends for each offsets partition a
-    /// transaction added (AddOffsetsToTxn). The reply comes once the marker is
-    /// durable: `Ok`, NOT_COORDINATOR or INVALID_PRODUCER_EPOCH.
-    TxnMarker {
-        partition: usize,
-        producer_id: i64,
-        producer_epoch: i16,
-        coordinator_epoch: i32,
-        /// COMMIT when true, ABORT when false.
-        commit: bool,
-        reply: Reply<KafkaResult<()>>,
-    },
     /// The receiving shard's metrics, for a scrape of `--metrics-listen`.
     Metrics { reply: Reply<crate::metrics::ShardSnapshot> },
 }

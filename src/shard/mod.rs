@@ -20,6 +20,7 @@ pub mod append_barrier;
 pub mod cleaner;
 pub mod control;
 pub mod groups;
+pub mod internal_logs;
 pub mod messages;
 pub mod producer_expiry;
 pub mod retention;

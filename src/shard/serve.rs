@@ -228,22 +228,6 @@ async fn execute_data(shard: &Rc<Shard>, request: DataRequest) {
             let shard = shard.clone();
             spawn_detached(async move { shard.txns.clone().serve(&shard, *call).await });
         }
-        DataRequest::TxnMarker {
-            partition,
-            producer_id,
-            producer_epoch,
-            coordinator_epoch,
-            commit,
-            reply,
-        } => {
-            let done = shard
-                .groups
-                .write_txn_marker(partition, producer_id, producer_epoch, coordinator_epoch, commit)
-                .await;
-            spawn_detached(async move {
-                let _ = reply.send(done.await);
-            });
-        }
     }
 }
 

@@ -27,15 +27,15 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use futures_channel::oneshot;
-use glommio::sync::Semaphore;
 
 use super::groups::internal_log_config;
+use super::internal_logs::InternalLogs;
 use super::messages::{Reply, TxnMarkerWrite};
 use super::{ControlRequest, DataRequest, Shard};
 use crate::clock::now_ms;
 use crate::config::Config;
 use crate::error::{KafkaResult, ResponseError};
-use crate::log::{LogConfig, PartitionLog};
+use crate::log::PartitionLog;
 use crate::protocol::control::{ControlType, EndTxnMarker};
 use crate::protocol::strings::topic_name;
 use crate::txn::{
@@ -116,12 +116,9 @@ pub enum TxnCall {
 /// The transaction coordinator runtime of one shard. Lives on that shard only.
 pub struct TxnHost {
     coordinator: RefCell<TxnCoordinator>,
-    /// Owned partitions' logs opened so far, by partition.
-    logs: RefCell<HashMap<i32, Rc<PartitionLog>>>,
-    /// Serializes the creation of partition logs.
-    opening: Semaphore,
-    config: LogConfig,
-    meta_dir: PathBuf,
+    /// Owned `__transaction_state` partitions opened so far (created on first write;
+    /// opened again after a failed write).
+    logs: InternalLogs,
     /// Markers of transactions loaded in PrepareCommit / PrepareAbort, sent once the
     /// shard runs ([`TxnHost::run_timers`]).
     resend: RefCell<Vec<TxnMarkers>>,
@@ -152,7 +149,7 @@ impl TxnHost {
             if dir.exists() {
                 let log = PartitionLog::open(dir.clone(), internal_log_config(config)).await?;
                 loaded += replay(&log, &mut coordinator, p, &dir).await?;
-                logs.insert(p, log);
+                logs.insert(p as usize, log);
             }
             resend.extend(coordinator.finish_load(p, now));
         }
@@ -166,10 +163,13 @@ impl TxnHost {
         }
         Ok(TxnHost {
             coordinator: RefCell::new(coordinator),
-            logs: RefCell::new(logs),
-            opening: Semaphore::new(1),
-            config: internal_log_config(config),
-            meta_dir,
+            logs: InternalLogs::new(
+                meta_dir,
+                TXN_DIR_PREFIX,
+                "transaction state partition",
+                internal_log_config(config),
+                logs,
+            ),
             resend: RefCell::new(resend),
             abort_interval_ms: config.transaction_abort_timed_out_transaction_cleanup_interval_ms,
             expire_interval_ms: config.transaction_remove_expired_transaction_cleanup_interval_ms,
@@ -328,16 +328,8 @@ impl TxnHost {
 
     /// The log of partition `p`, created on first use.
     async fn log_for(&self, p: i32) -> std::io::Result<Rc<PartitionLog>> {
-        if let Some(log) = self.logs.borrow().get(&p) {
-            return Ok(log.clone());
-        }
-        let _permit = self.opening.acquire_permit(1).await;
-        if let Some(log) = self.logs.borrow().get(&p) {
-            return Ok(log.clone());
-        }
-        let log = PartitionLog::open(txn_dir(&self.meta_dir, p), self.config.clone()).await?;
-        self.logs.borrow_mut().insert(p, log.clone());
-        Ok(log)
+        let p = usize::try_from(p).map_err(|_| std::io::Error::other("negative partition"))?;
+        self.logs.log_for(p).await
     }
 
     /// Writes the markers of one transaction to every partition in it (retrying those
@@ -452,21 +444,13 @@ impl TxnHost {
     }
 
     /// The partitions open on this shard, with their logs, in partition order.
-    pub fn open_logs(&self) -> Vec<(i32, Rc<PartitionLog>)> {
-        let mut v: Vec<_> = self.logs.borrow().iter().map(|(p, l)| (*p, l.clone())).collect();
-        v.sort_by_key(|(p, _)| *p);
-        v
+    pub fn open_logs(&self) -> Vec<(usize, Rc<PartitionLog>)> {
+        self.logs.open_logs()
     }
 
     /// Closes every open partition log.
     pub async fn close(&self) {
-        let _permit = self.opening.acquire_permit(1).await;
-        let logs: Vec<_> = self.logs.borrow().iter().map(|(p, l)| (*p, l.clone())).collect();
-        for (p, log) in logs {
-            if let Err(e) = log.close().await {
-                tracing::warn!(partition = p, error = %e, "closing a transaction state partition failed");
-            }
-        }
+        self.logs.close().await
     }
 }
 
@@ -479,8 +463,11 @@ fn unit(d: Decision<()>) -> Decision<ProducerIdAndEpoch> {
     }
 }
 
+/// Partition `p` lives in `meta/transaction-state-<p>/`.
+const TXN_DIR_PREFIX: &str = "transaction-state";
+
 fn txn_dir(meta_dir: &Path, p: i32) -> PathBuf {
-    meta_dir.join(format!("transaction-state-{p}"))
+    meta_dir.join(format!("{TXN_DIR_PREFIX}-{p}"))
 }
 
 /// Feeds every record of partition `p`'s log to the loading coordinator; returns how
@@ -533,4 +520,53 @@ async fn replay(
         }
     }
     Ok(count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn init(shard: &Rc<Shard>, id: &str) -> KafkaResult<ProducerIdAndEpoch> {
+        let (reply, rx) = oneshot::channel();
+        let call = TxnCall::InitProducerId {
+            transactional_id: id.to_string(),
+            timeout_ms: 60_000,
+            expected: None,
+            reply,
+        };
+        shard.txns.serve(shard, call).await;
+        rx.await.expect("answered")
+    }
+
+    /// A `__transaction_state` log whose write failed is opened again from its files
+    /// (after the back-off), and writes resume: as the offsets partitions do.
+    #[test]
+    fn a_failed_transaction_state_write_is_refused_then_the_log_reopens() {
+        crate::shard::testing::with_shard(|shard| async move {
+            let first = init(&shard, "t1").await.expect("first InitProducerId");
+            assert_eq!(first.producer_epoch, 0);
+            let logs = shard.txns.logs.open_logs();
+            assert_eq!(logs.len(), 1);
+            let (p, failed) = logs[0].clone();
+            failed.fail_for_test();
+            // Within the back-off the failed log stays.
+            shard.txns.logs.set_last_reopen(Some(std::time::Instant::now()));
+            assert_eq!(init(&shard, "t1").await, Err(ResponseError::NotCoordinator));
+            assert!(Rc::ptr_eq(&shard.txns.logs.existing(p).unwrap(), &failed));
+            // After it, the next write starts the reopen (and still meets the failed log).
+            shard.txns.logs.set_last_reopen(None);
+            assert_eq!(init(&shard, "t1").await, Err(ResponseError::NotCoordinator));
+            let mut waited = 0;
+            while Rc::ptr_eq(&shard.txns.logs.existing(p).unwrap(), &failed) {
+                assert!(waited < 200, "the transaction state partition was never opened again");
+                glommio::timer::sleep(Duration::from_millis(10)).await;
+                waited += 1;
+            }
+            // The failed tries changed nothing: the epoch is bumped once, from 0.
+            let after = init(&shard, "t1").await.expect("InitProducerId after the reopen");
+            assert_eq!((after.producer_id, after.producer_epoch), (first.producer_id, 1));
+            // Written: the two successful InitProducerId records.
+            assert_eq!(shard.txns.logs.existing(p).unwrap().high_watermark(), 2);
+        });
+    }
 }
