@@ -2,8 +2,8 @@
 //! knows, from its owning shard's producer state, as Kafka's
 //! `ReplicaManager.activeProducerState` reports them: producer id and epoch, the
 //! sequence of the last record of its last batch (-1 if none), that batch's max
-//! timestamp, and -1 for the coordinator epoch and the current transaction's start
-//! offset (no transactions yet). A partition that does not exist gets
+//! timestamp, the coordinator epoch of its last transaction marker (-1 if none) and the
+//! first offset of its ongoing transaction (-1 if none). A partition that does not exist gets
 //! UNKNOWN_TOPIC_OR_PARTITION. `kafka-transactions --describe-producers` uses it.
 
 use futures_channel::oneshot;

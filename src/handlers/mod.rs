@@ -215,6 +215,7 @@ apis! {
     AddPartitionsToTxn => add_partitions_to_txn,
     AddOffsetsToTxn => add_offsets_to_txn,
     EndTxn => end_txn,
+    WriteTxnMarkers => write_txn_markers,
     DescribeTransactions => describe_transactions,
     ListTransactions => list_transactions,
 }
