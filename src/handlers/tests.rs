@@ -1066,3 +1066,82 @@ fn txn_offset_commit_refuses_unknown_partitions_and_merges_by_topic() {
         assert_eq!(shard.groups.summaries().len(), 1);
     });
 }
+
+#[test]
+fn write_txn_markers_answers_each_partition_and_appends_the_markers() {
+    use kafka_protocol::messages::create_topics_request::CreatableTopic;
+    use kafka_protocol::messages::write_txn_markers_request::{
+        WritableTxnMarker, WritableTxnMarkerTopic,
+    };
+    use kafka_protocol::messages::*;
+    with_shard(|shard| async move {
+        let wm = TopicName(StrBytes::from_static_str("wm"));
+        create_topics(
+            &shard,
+            vec![CreatableTopic::default()
+                .with_name(wm.clone())
+                .with_num_partitions(2)
+                .with_replication_factor(1)],
+        )
+        .await;
+        let topic = |name: &'static str, partitions: Vec<i32>| {
+            WritableTxnMarkerTopic::default()
+                .with_name(TopicName(StrBytes::from_static_str(name)))
+                .with_partition_indexes(partitions)
+        };
+        let marker = WritableTxnMarker::default()
+            .with_producer_id(ProducerId(42))
+            .with_producer_epoch(3)
+            .with_transaction_result(false)
+            .with_coordinator_epoch(0)
+            .with_topics(vec![topic("wm", vec![1, 7, 0]), topic("nope", vec![0])]);
+        let body = RequestKind::WriteTxnMarkers(
+            WriteTxnMarkersRequest::default().with_markers(vec![marker]),
+        );
+        let ResponseKind::WriteTxnMarkers(r) =
+            answer(&shard, ApiKey::WriteTxnMarkers, 1, body).await
+        else {
+            panic!()
+        };
+        // (producer id, [(topic, [(partition, error code)])]).
+        type Codes = Vec<(String, Vec<(i32, i16)>)>;
+        let got: Vec<(i64, Codes)> = r
+            .markers
+            .iter()
+            .map(|m| {
+                let topics = m
+                    .topics
+                    .iter()
+                    .map(|t| {
+                        let parts = t
+                            .partitions
+                            .iter()
+                            .map(|p| (p.partition_index, p.error_code))
+                            .collect();
+                        (t.name.to_string(), parts)
+                    })
+                    .collect();
+                (m.producer_id.0, topics)
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![(
+                42,
+                vec![
+                    ("wm".to_string(), vec![(1, 0), (7, 3), (0, 0)]),
+                    ("nope".to_string(), vec![(0, 3)]),
+                ]
+            )]
+        );
+        // One ABORT control batch of producer 42, epoch 3, on each existing partition.
+        for p in [0, 1] {
+            let log = shard.log("wm", p).unwrap().log.clone();
+            assert_eq!(log.high_watermark(), 1);
+            let read = log.read(0, 1 << 20).await.unwrap();
+            let (_, h) = crate::protocol::batch::BatchIter::new(&read).next().unwrap().unwrap();
+            assert!(h.is_control());
+            assert_eq!((h.producer_id, h.producer_epoch), (42, 3));
+        }
+    });
+}
