@@ -16,6 +16,7 @@ use super::errors::error_name;
 use super::latency::ExportedLatency;
 use super::shard::{PartitionBytes, Phase, Timed, TopicCounts};
 use super::snapshot::ShardSnapshot;
+use crate::shard::transactions::TxnSummary;
 
 /// Broker-wide values read by the scraping shard.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -475,6 +476,42 @@ impl Collector for Scrape {
             [(vec![], self.broker.data_dir_total_bytes)],
         )?;
 
+        // Transactions.
+        let mut txn_states: BTreeMap<&str, u64> = BTreeMap::new();
+        for (state, n) in shards.iter().flat_map(|s| &s.transactions.by_state) {
+            *txn_states.entry(state).or_default() += n;
+        }
+        gauges(
+            e,
+            "shardlog_transactions",
+            "Transactional ids, by transaction state (Kafka's names: Empty, Ongoing, \
+             PrepareCommit, ...).",
+            txn_states.into_iter().map(|(state, n)| (vec![("state", state.to_string())], n as i64)),
+        )?;
+        let txn =
+            |f: fn(&TxnSummary) -> u64| shards.iter().map(|s| f(&s.transactions)).sum::<u64>();
+        counters(
+            e,
+            "shardlog_transactions_completed",
+            "Transactions whose markers were all written, by result (commit, abort).",
+            [
+                (vec![("result", "commit".to_string())], txn(|t| t.committed)),
+                (vec![("result", "abort".to_string())], txn(|t| t.aborted)),
+            ],
+        )?;
+        counters(
+            e,
+            "shardlog_transactions_timed_out",
+            "Transactions the coordinator aborted for outliving their transaction.timeout.ms.",
+            [(vec![], txn(|t| t.timed_out))],
+        )?;
+        counters(
+            e,
+            "shardlog_transaction_marker_retries",
+            "Transaction marker writes to a partition that failed and were tried again.",
+            [(vec![], txn(|t| t.marker_retries))],
+        )?;
+
         // Groups.
         let groups = || shards.iter().flat_map(|s| &s.groups);
         let mut by_state: BTreeMap<(&str, &str), i64> = BTreeMap::new();
@@ -595,7 +632,27 @@ mod tests {
             ],
             ..Default::default()
         };
-        let other = ShardSnapshot { shard: 1, counters: other.counters(), ..Default::default() };
+        let shard = ShardSnapshot {
+            transactions: TxnSummary {
+                by_state: vec![("CompleteCommit", 2), ("Ongoing", 1)],
+                committed: 5,
+                aborted: 1,
+                timed_out: 1,
+                marker_retries: 0,
+            },
+            ..shard
+        };
+        let other = ShardSnapshot {
+            shard: 1,
+            counters: other.counters(),
+            transactions: TxnSummary {
+                by_state: vec![("Ongoing", 3)],
+                committed: 2,
+                marker_retries: 4,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
         let text = render(Scrape {
             shards: vec![shard.into(), other.into()],
             broker: BrokerGauges { data_dir_free_bytes: 5, data_dir_total_bytes: 9 },
@@ -622,6 +679,12 @@ mod tests {
             r#"shardlog_executor_parks_total{shard="1"} 0"#,
             r#"shardlog_consumer_groups{type="classic",state="Stable"} 1"#,
             r#"shardlog_consumer_group_members{group="g"} 2"#,
+            r#"shardlog_transactions{state="CompleteCommit"} 2"#,
+            r#"shardlog_transactions{state="Ongoing"} 4"#,
+            r#"shardlog_transactions_completed_total{result="commit"} 7"#,
+            r#"shardlog_transactions_completed_total{result="abort"} 1"#,
+            "shardlog_transactions_timed_out_total 1",
+            "shardlog_transaction_marker_retries_total 4",
             "shardlog_data_dir_free_bytes 5",
             r#"shardlog_consumer_group_committed_offset{group="g",topic="orders",partition="0"} 40"#,
             r#"shardlog_consumer_group_committed_offset{group="g",topic="gone",partition="0"} 7"#,

@@ -4,6 +4,7 @@ use std::rc::Rc;
 
 use super::shard::Counters;
 use crate::coordinator::GroupSummary;
+use crate::shard::transactions::TxnSummary;
 use crate::shard::Shard;
 
 /// One shard's counters plus the gauges read at scrape time. Made on the shard it
@@ -28,6 +29,8 @@ pub struct ShardSnapshot {
     pub cache_budget_bytes: u64,
     /// The groups this shard coordinates.
     pub groups: Vec<GroupSummary>,
+    /// The transactional ids this shard coordinates, by state, and its counters.
+    pub transactions: TxnSummary,
     /// `(topic, partition, high watermark)` of the data partitions this shard owns,
     /// for consumer lag.
     pub high_watermarks: Vec<(String, i32, i64)>,
@@ -54,6 +57,7 @@ pub fn take(shard: &Rc<Shard>) -> ShardSnapshot {
         cache_used_bytes,
         cache_budget_bytes,
         groups: shard.groups.summaries(),
+        transactions: shard.txns.summary(),
         high_watermarks: logs
             .iter()
             .map(|((topic, p), owned)| (topic.clone(), *p, owned.log.high_watermark()))

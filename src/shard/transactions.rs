@@ -20,7 +20,7 @@
 //!
 //! Lives on: every shard, each with its own coordinator for its own ids.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -126,6 +126,36 @@ pub struct TxnHost {
     expire_interval_ms: u64,
     /// `--debug-txn-marker-delay-ms`: a wait before each transaction's markers (tests).
     marker_delay: Duration,
+    /// Counters for the metrics endpoint.
+    stats: TxnStats,
+}
+
+/// What this shard's transaction coordinator did since start (monotonic counters).
+#[derive(Debug, Default)]
+struct TxnStats {
+    /// Transactions whose COMMIT / ABORT markers were all written.
+    committed: Cell<u64>,
+    aborted: Cell<u64>,
+    /// Transactions aborted by the coordinator for outliving their timeout.
+    timed_out: Cell<u64>,
+    /// Marker writes to one partition that failed and were tried again.
+    marker_retries: Cell<u64>,
+}
+
+/// A shard's transaction coordinator for a scrape: transactional ids by state, and
+/// its counters since start.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TxnSummary {
+    /// `(state name, transactional ids in it)`, by state name (Kafka's names:
+    /// "Ongoing", "PrepareCommit", ...); states without ids are left out.
+    pub by_state: Vec<(&'static str, u64)>,
+    /// Transactions completed by commit / by abort (all markers written).
+    pub committed: u64,
+    pub aborted: u64,
+    /// Transactions the coordinator aborted for outliving their timeout.
+    pub timed_out: u64,
+    /// Marker writes to a partition that failed and were retried.
+    pub marker_retries: u64,
 }
 
 impl TxnHost {
@@ -174,6 +204,7 @@ impl TxnHost {
             abort_interval_ms: config.transaction_abort_timed_out_transaction_cleanup_interval_ms,
             expire_interval_ms: config.transaction_remove_expired_transaction_cleanup_interval_ms,
             marker_delay: Duration::from_millis(config.debug_txn_marker_delay_ms),
+            stats: TxnStats::default(),
         })
     }
 
@@ -397,12 +428,18 @@ impl TxnHost {
                             if tries == 1 || tries.is_multiple_of(100) {
                                 tracing::warn!(topic = %tp.0, partition = tp.1, transactional_id = %markers.transactional_id, error = %e, "transaction marker not written; retrying");
                             }
+                            self.stats.marker_retries.set(self.stats.marker_retries.get() + 1);
                             left.push(tp);
                         }
                     }
                 }
             }
         }
+        let done = match markers.result {
+            TxnResult::Commit => &self.stats.committed,
+            TxnResult::Abort => &self.stats.aborted,
+        };
+        done.set(done.get() + 1);
         let complete = self.coordinator.borrow_mut().markers_written(&markers);
         if let Some(w) = complete {
             // Box: `write` may start another `send_markers` (never for a completion).
@@ -426,6 +463,7 @@ impl TxnHost {
             if elapsed >= next_abort {
                 next_abort = elapsed + self.abort_interval_ms;
                 let writes = self.coordinator.borrow_mut().abort_timed_out_transactions(now_ms());
+                self.stats.timed_out.set(self.stats.timed_out.get() + writes.len() as u64);
                 for w in writes {
                     tracing::info!(transactional_id = %w.record.transactional_id, "aborting a transaction that outlived its timeout");
                     let (host, shard) = (self.clone(), shard.clone());
@@ -446,6 +484,23 @@ impl TxnHost {
     /// The partitions open on this shard, with their logs, in partition order.
     pub fn open_logs(&self) -> Vec<(usize, Rc<PartitionLog>)> {
         self.logs.open_logs()
+    }
+
+    /// This shard's transactions by state and its counters, for the metrics endpoint.
+    pub fn summary(&self) -> TxnSummary {
+        let mut by_state: std::collections::BTreeMap<&'static str, u64> = Default::default();
+        if let Ok(listing) = self.coordinator.borrow().list(&ListFilter::default(), now_ms()) {
+            for t in listing.transactions {
+                *by_state.entry(t.state.name()).or_default() += 1;
+            }
+        }
+        TxnSummary {
+            by_state: by_state.into_iter().collect(),
+            committed: self.stats.committed.get(),
+            aborted: self.stats.aborted.get(),
+            timed_out: self.stats.timed_out.get(),
+            marker_retries: self.stats.marker_retries.get(),
+        }
     }
 
     /// Closes every open partition log.

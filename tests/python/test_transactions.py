@@ -69,6 +69,14 @@ def test_committed_and_aborted_transactions_as_each_isolation_level_sees_them(br
     aborted = [f"aborted-{i}" for i in range(4)]
     assert read_all(broker.bootstrap, "t", 3, "read_committed", "rc") == sorted(committed)
     assert read_all(broker.bootstrap, "t", 3, "read_uncommitted", "ru") == sorted(committed + aborted)
+    # The metrics endpoint counts them (markers are written after EndTxn answers: the
+    # read_committed consumer above already waited for the last commit's).
+    _, _, text = broker.http_get("/metrics")
+    lines = set(text.splitlines())
+    for line in ['shardlog_transactions_completed_total{result="commit"} 2',
+                 'shardlog_transactions_completed_total{result="abort"} 1',
+                 "shardlog_transactions_timed_out_total 0"]:
+        assert line in lines, f"{line!r} not in /metrics"
     # The same after a restart (the aborted-transaction index and producer state reload).
     broker.restart()
     assert read_all(broker.bootstrap, "t", 3, "read_committed", "rc2") == sorted(committed)
