@@ -1,4 +1,4 @@
-//! WriteTxnMarkers (key 27, KIP-98): append COMMIT or ABORT control batches for a
+//! WriteTxnMarkers (key 27, v1, KIP-98): append COMMIT or ABORT control batches for a
 //! producer to the named partitions. Kafka's coordinators send it to partition leaders;
 //! here the transaction coordinator sends its markers across shards as typed messages
 //! (`DataRequest::WriteTxnMarkers`), and this API serves the admin client's
@@ -27,7 +27,8 @@ use crate::protocol::strings::topic_name;
 use crate::shard::messages::TxnMarkerWrite;
 use crate::shard::DataRequest;
 
-pub const VERSIONS: Versions = Versions { min: 0, max: 1 };
+/// v0 was removed in Kafka 4.0 (KIP-896).
+pub const VERSIONS: Versions = Versions { min: 1, max: 1 };
 
 /// Where one partition's answer comes from: an error known now, or the `i`th result of
 /// the message sent to a shard (`slot` indexes the receivers).
