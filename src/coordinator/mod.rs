@@ -60,6 +60,9 @@ mod config;
 mod consumer;
 mod ctx;
 mod describe;
+/// RE2-syntax regexes matched against whole names (KIP-848 topic regexes; also
+/// ListTransactions v2's transactional id pattern, KIP-1152).
+pub(crate) use consumer::regex::TopicRegex;
 pub use describe::GroupSummary;
 mod failed_write;
 mod group;

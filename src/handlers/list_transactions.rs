@@ -1,6 +1,7 @@
-//! ListTransactions (key 66, KIP-664; the duration filter of KIP-994): every
-//! transactional id of every shard's coordinator, filtered by state, producer id and
-//! duration (`kafka-transactions.sh list`).
+//! ListTransactions (key 66, KIP-664; the duration filter of KIP-994, the transactional
+//! id pattern of KIP-1152): every transactional id of every shard's coordinator,
+//! filtered by state, producer id, duration and id pattern, all of them ANDed
+//! (`kafka-transactions.sh list`).
 
 use futures_util::future::join_all;
 use kafka_protocol::messages::list_transactions_response::TransactionState;
@@ -9,16 +10,32 @@ use kafka_protocol::messages::{
 };
 
 use super::{txn_route, Ctx, Outcome, Versions};
+use crate::coordinator::TopicRegex;
+use crate::error::ResponseError;
 use crate::protocol::strings::sb;
 use crate::shard::transactions::TxnCall;
 use crate::txn::ListFilter;
 
-/// v2 (KIP-1152's transactional id pattern) is not served.
-pub const VERSIONS: Versions = Versions { min: 0, max: 1 };
+pub const VERSIONS: Versions = Versions { min: 0, max: 2 };
 
 /// The transactions of every shard, sorted by transactional id; the error of a shard
-/// that could not list (COORDINATOR_LOAD_IN_PROGRESS) as the response's error.
+/// that could not list (COORDINATOR_LOAD_IN_PROGRESS) as the response's error. v2: a
+/// non-empty `transactional_id_pattern` (RE2 syntax, as Kafka's RE2/J) keeps the ids it
+/// matches whole; one that does not compile gets INVALID_REGULAR_EXPRESSION and no
+/// transactions.
 pub async fn handle(ctx: &Ctx, request: ListTransactionsRequest) -> Outcome<ListTransactionsResponse> {
+    let pattern = match request.transactional_id_pattern.as_deref().filter(|p| !p.is_empty()) {
+        Some(p) if ctx.api_version >= 2 => match TopicRegex::new(p) {
+            Ok(regex) => Some(regex),
+            Err(_) => {
+                return Outcome::Ready(
+                    ListTransactionsResponse::default()
+                        .with_error_code(ResponseError::InvalidRegularExpression.code()),
+                )
+            }
+        },
+        _ => None,
+    };
     let filter = ListFilter {
         states: request.state_filters.iter().map(|s| s.to_string()).collect(),
         producer_ids: request.producer_id_filters.iter().map(|p| p.0).collect(),
@@ -41,6 +58,9 @@ pub async fn handle(ctx: &Ctx, request: ListTransactionsRequest) -> Outcome<List
                 }
                 Err(e) => response.error_code = e.code(),
             }
+        }
+        if let Some(pattern) = &pattern {
+            all.retain(|t| pattern.matches(&t.transactional_id));
         }
         all.sort_by(|a, b| a.transactional_id.cmp(&b.transactional_id));
         response.transaction_states = all

@@ -1145,3 +1145,51 @@ fn write_txn_markers_answers_each_partition_and_appends_the_markers() {
         }
     });
 }
+
+#[test]
+fn list_transactions_v2_filters_by_a_whole_match_of_the_id_pattern() {
+    use kafka_protocol::messages::*;
+    with_shard(|shard| async move {
+        for id in ["alpha-1", "alpha-2", "beta-1"] {
+            let init = RequestKind::InitProducerId(
+                InitProducerIdRequest::default()
+                    .with_transactional_id(Some(TransactionalId(StrBytes::from_static_str(id))))
+                    .with_transaction_timeout_ms(60_000),
+            );
+            let ResponseKind::InitProducerId(r) =
+                answer(&shard, ApiKey::InitProducerId, 4, init).await
+            else {
+                panic!()
+            };
+            assert_eq!(r.error_code, 0);
+        }
+        let list = |v: i16, pattern: Option<&'static str>| {
+            let shard = shard.clone();
+            async move {
+                let body = RequestKind::ListTransactions(
+                    ListTransactionsRequest::default()
+                        .with_transactional_id_pattern(pattern.map(StrBytes::from_static_str)),
+                );
+                let ResponseKind::ListTransactions(r) =
+                    answer(&shard, ApiKey::ListTransactions, v, body).await
+                else {
+                    panic!()
+                };
+                let ids: Vec<String> =
+                    r.transaction_states.iter().map(|t| t.transactional_id.to_string()).collect();
+                (r.error_code, ids)
+            }
+        };
+        let all = vec!["alpha-1".to_string(), "alpha-2".into(), "beta-1".into()];
+        assert_eq!(list(2, None).await, (0, all.clone()));
+        assert_eq!(list(2, Some("")).await, (0, all.clone()));
+        assert_eq!(list(2, Some("alpha-.*")).await, (0, vec!["alpha-1".into(), "alpha-2".into()]));
+        // The whole id must match, as RE2/J's `matches()`.
+        assert_eq!(list(2, Some("alpha")).await, (0, vec![]));
+        assert_eq!(list(2, Some(".*-1")).await, (0, vec!["alpha-1".into(), "beta-1".into()]));
+        assert_eq!(
+            list(2, Some("alpha-(")).await,
+            (crate::error::ResponseError::InvalidRegularExpression.code(), vec![])
+        );
+    });
+}

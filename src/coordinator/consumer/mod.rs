@@ -38,7 +38,7 @@ mod leave;
 mod member;
 mod reconcile;
 mod record;
-mod regex;
+pub(crate) mod regex;
 mod timers;
 mod topics;
 mod validate;
