@@ -9,6 +9,8 @@ use std::path::PathBuf;
 use clap::parser::ValueSource;
 use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
 
+use crate::net::listeners::Listener;
+
 /// When a partition's segment writes are made durable with `fdatasync`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FlushPolicy {
@@ -57,6 +59,44 @@ pub struct Config {
     /// Default: the --listen address.
     #[arg(long, env = "SHARDLOG_ADVERTISED_LISTENER")]
     pub advertised_listener: Option<String>,
+
+    /// Listeners in Kafka's syntax (`listeners`): comma-separated
+    /// `PROTOCOL://host:port`, PROTOCOL one of PLAINTEXT and SASL_PLAINTEXT (SSL and
+    /// SASL_SSL parse but are refused: TLS is not built yet); an empty host binds every
+    /// interface. Each is bound on every shard (SO_REUSEPORT). Default: `--listen` as
+    /// the one PLAINTEXT listener.
+    #[arg(long, env = "SHARDLOG_LISTENERS")]
+    pub listeners: Option<String>,
+
+    /// Per listener, the `PROTOCOL://host:port` returned in Metadata, FindCoordinator
+    /// and DescribeCluster to clients that came in through it (Kafka
+    /// `advertised.listeners`). A listener not named here advertises its bound address
+    /// (or `--advertised-listener` for the `--listen` one).
+    #[arg(long, env = "SHARDLOG_ADVERTISED_LISTENERS")]
+    pub advertised_listeners: Option<String>,
+
+    /// SASL mechanisms offered on SASL_PLAINTEXT listeners, comma-separated (Kafka
+    /// `sasl.enabled.mechanisms`; Kafka's default is GSSAPI, which shardlog does not
+    /// implement): PLAIN, SCRAM-SHA-256, SCRAM-SHA-512.
+    #[arg(
+        long,
+        env = "SHARDLOG_SASL_ENABLED_MECHANISMS",
+        default_value = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+    )]
+    pub sasl_enabled_mechanisms: String,
+
+    /// The users SASL/PLAIN accepts: a text file of `user:password` lines (the
+    /// password is everything after the first `:`; blank lines and lines starting
+    /// with `#` are skipped), read once at start-up. Without it PLAIN accepts no one.
+    #[arg(long, env = "SHARDLOG_SASL_PLAIN_USERS_FILE")]
+    pub sasl_plain_users_file: Option<PathBuf>,
+
+    /// Longest a SASL session lasts before the client must re-authenticate, in ms
+    /// (Kafka `connections.max.reauth.ms`, KIP-368): told to clients in SaslAuthenticate
+    /// v1+; a connection past it that sends anything but a re-authentication is closed.
+    /// 0: sessions never expire.
+    #[arg(long, env = "SHARDLOG_CONNECTIONS_MAX_REAUTH_MS", default_value_t = 0)]
+    pub connections_max_reauth_ms: u64,
 
     /// Address of the metrics endpoint, served over HTTP by the control shard:
     /// `/metrics` (Prometheus text format), `/healthz` (the process is up) and
@@ -436,14 +476,21 @@ impl Config {
 
     /// Checks values clap cannot: ranges that would make the broker useless.
     pub fn validate(&self) -> Result<(), String> {
+        let listeners = self.listeners()?;
         if let Some(m) = self.metrics_addr()? {
-            if m.port() != 0 && m.port() == self.listen.port() {
+            if let Some(l) = listeners.iter().find(|l| m.port() != 0 && m.port() == l.bind.port()) {
                 return Err(format!(
                     "--metrics-listen ({m}) and --listen ({}) must use different ports",
-                    self.listen
+                    l.bind
                 ));
             }
         }
+        for (i, l) in listeners.iter().enumerate() {
+            if l.bind.port() != 0 && listeners[..i].iter().any(|o| o.bind.port() == l.bind.port()) {
+                return Err(format!("two listeners use port {}", l.bind.port()));
+            }
+        }
+        crate::security::sasl::Mechanism::parse_list(&self.sasl_enabled_mechanisms)?;
         if self.max_request_bytes < 1024 {
             return Err(format!(
                 "--max-request-bytes must be at least 1024, got {}",
@@ -504,6 +551,36 @@ impl Config {
             0 => 0,
             total => (total / shards.max(1)).max(1),
         }
+    }
+
+    /// The listeners every shard binds, with what each advertises: `--listeners`
+    /// (with `--advertised-listeners`), or else `--listen` as one PLAINTEXT listener
+    /// advertising `--advertised-listener`. Errors name the bad flag value.
+    pub fn listeners(&self) -> Result<Vec<Listener>, String> {
+        use crate::net::listeners::{check_supported, parse_listeners, resolve, SecurityProtocol};
+        let advertised = match &self.advertised_listeners {
+            Some(text) => {
+                Some(parse_listeners(text).map_err(|e| format!("--advertised-listeners: {e}"))?)
+            }
+            None => None,
+        };
+        let Some(text) = &self.listeners else {
+            let (host, port) = self.advertised();
+            let mut listener = Listener {
+                protocol: SecurityProtocol::Plaintext,
+                bind: self.listen,
+                advertised_host: host,
+                advertised_port: port,
+            };
+            if let Some(a) = advertised.iter().flatten().find(|a| a.protocol == listener.protocol) {
+                (listener.advertised_host, listener.advertised_port) =
+                    (a.host.clone(), a.port as i32);
+            }
+            return Ok(vec![listener]);
+        };
+        let specs = parse_listeners(text).map_err(|e| format!("--listeners: {e}"))?;
+        check_supported(&specs).map_err(|e| format!("--listeners: {e}"))?;
+        resolve(&specs, advertised.as_deref())
     }
 
     /// The `host:port` clients are told to connect to.

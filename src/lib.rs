@@ -9,14 +9,14 @@
 //! | --- | --- |
 //! | [`config`] | the clap `Config`: every flag with unit, default, `SHARDLOG_*` env |
 //! | [`protocol`] | no I/O: frames, headers, record batch view and scan, the records inside a batch (decode, rebuild a subset: compaction), transaction markers (control batches), strings |
-//! | [`net`] | per-core listener; `connection::serve`: frames in, responses out in order; `limits`: connection counts, queued request bytes, idle timeout |
+//! | [`net`] | listeners in Kafka's syntax (`listeners`: PLAINTEXT, SASL_PLAINTEXT); per-core accept loops, one per listener; `connection::serve`: frames in (through the SASL exchange on SASL listeners), responses out in order; `limits`: connection counts, queued request bytes, idle timeout |
 //! | [`handlers`] | one file per Kafka API, one two-phase shape; the `apis!` table |
-//! | [`security`] | the Kafka principal a connection acts as (`User:ANONYMOUS` on PLAINTEXT) |
+//! | [`security`] | the Kafka principal a connection acts as (`User:ANONYMOUS` on PLAINTEXT); the SASL exchange of a connection (KIP-152, KIP-368 re-authentication), PLAIN (RFC 4616) and its users file, SCRAM-SHA-256/512 (RFC 5802, RFC 7677) and the stored credentials |
 //! | [`shard`] | per-core `Shard`; `ShardMessage`s; control plane; group runtime; transaction coordinator runtime (`__transaction_state` logs, markers); the internal topics' logs (`InternalLogs`: created on first write, reopened after a failed one); retention pass; producer-id expiration; log cleaner task |
 //! | [`log`] | `PartitionLog`: segments (background read-ahead, zero fill ahead of small writes, retention and the retiring of deleted segments off the shard, roll by age, the DeleteRecords start checkpoint, compaction), indexes, the aborted-transaction index and last stable offset, batch cache and its pooled arenas and read buffers, recovery, producers |
 //! | [`coordinator`] | the consumer group coordinator, a pure state machine; its records in Kafka's `__consumer_offsets` schemas; KIP-848 topic regexes; transactional offsets (TxnOffsetCommit, pending until a transaction marker) |
 //! | [`txn`] | the transaction coordinator (KIP-98, KIP-360, KIP-890), a pure state machine: InitProducerId, AddPartitionsToTxn / AddOffsetsToTxn and the KIP-890 verification, EndTxn and its markers, timeouts, transactional id expiration, Describe/ListTransactions; its records in Kafka's `__transaction_state` schemas |
-//! | [`metadata`] | the topic catalog: names, ids, partitions, placement, the internal topic `__consumer_offsets` and how groups map to it; persisted |
+//! | [`metadata`] | the topic catalog: names, ids, partitions, placement, the internal topic `__consumer_offsets` and how groups map to it, the SCRAM credentials; persisted |
 //! | [`metrics`] | per-shard counters and latency histograms (thread-local, no atomics), the snapshot a scrape gathers over the mesh, the Prometheus text exposition and the `--metrics-listen` HTTP endpoint (`/metrics`, `/healthz`, `/readyz`) |
 //! | [`top`] | `shardlog top`: a live terminal view of a broker read from its metrics endpoint (rates between two scrapes) |
 //! | [`topic_config`] | topic config names, defaults, validation, resolved values |

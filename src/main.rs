@@ -2,6 +2,7 @@
 //! glommio executor per core, wait for SIGINT/SIGTERM, shut down cleanly (exit 0).
 
 use std::process::ExitCode;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use clap::Parser;
@@ -13,6 +14,10 @@ use nix::sys::signal::{SigSet, Signal};
 
 use shardlog::config::{Config, LogFormat};
 use shardlog::net::limits::ConnectionLimits;
+use shardlog::net::listener::Bound;
+use shardlog::net::listeners::Listener;
+use shardlog::security::plain::PlainUsers;
+use shardlog::security::sasl::{Mechanism, SaslConfig};
 use shardlog::shard::{serve::serve_mesh, Shard, ShardMessage};
 use shardlog::shutdown::{Shutdown, Startup};
 use shardlog::watchdog::{Heartbeats, Thresholds};
@@ -67,15 +72,27 @@ fn main() -> ExitCode {
         }
     };
 
-    // One broker per listen address: with SO_REUSEPORT a second one would bind it too
-    // and silently take half the connections. Held until the process exits.
-    let _listen_lock = match claim_listen_address(config.listen) {
-        Ok(lock) => lock,
+    // `validate` checked them.
+    let listeners: Arc<Vec<Listener>> = Arc::new(config.listeners().unwrap_or_default());
+    let security = match sasl_config(&config) {
+        Ok(security) => Arc::new(security),
         Err(e) => {
-            tracing::error!(listen = %config.listen, "{e}");
+            tracing::error!("{e}");
             return ExitCode::FAILURE;
         }
     };
+    // One broker per listen address: with SO_REUSEPORT a second one would bind it too
+    // and silently take half the connections. Held until the process exits.
+    let mut _listen_locks = Vec::new();
+    for listener in listeners.iter() {
+        match claim_listen_address(listener.bind) {
+            Ok(lock) => _listen_locks.push(lock),
+            Err(e) => {
+                tracing::error!(listen = %listener.bind, "{e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
 
     match shardlog::metadata::Catalog::init(&config.data_dir) {
         Ok(c) => {
@@ -114,9 +131,11 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     let placement = PoolPlacement::MaxSpread(nr_shards, None);
+    let names: Vec<String> =
+        listeners.iter().map(|l| format!("{}://{}", l.name(), l.bind)).collect();
     tracing::info!(
         nr_shards,
-        listen = %config.listen,
+        listeners = %names.join(","),
         data_dir = %config.data_dir.display(),
         io_memory = config.io_memory,
         ring_depth = config.ring_depth,
@@ -157,6 +176,8 @@ fn main() -> ExitCode {
                 shutdown: shutdown.clone(),
                 startup: startup.clone(),
                 limits: limits.clone(),
+                listeners: listeners.clone(),
+                security: security.clone(),
                 nr_shards,
             })
         })
@@ -213,20 +234,32 @@ struct Lifecycle {
     shutdown: Shutdown,
     startup: Startup,
     limits: Arc<ConnectionLimits>,
+    listeners: Arc<Vec<Listener>>,
+    security: Arc<SaslConfig>,
     nr_shards: usize,
 }
 
 /// One shard's whole life: join the mesh, open its logs, wait until every shard has,
 /// listen, serve, drain, close.
 async fn run_shard(life: Lifecycle) -> Result<(), String> {
-    let Lifecycle { config, heartbeats, mesh, shutdown, startup, limits, nr_shards } = life;
+    let Lifecycle {
+        config,
+        heartbeats,
+        mesh,
+        shutdown,
+        startup,
+        limits,
+        listeners,
+        security,
+        nr_shards,
+    } = life;
     let (senders, receivers) =
         mesh.join().await.map_err(|_| "joining the shard mesh failed".to_string())?;
     let id = senders.peer_id();
     // From here the watchdog sees this shard run (before, its slot counts from the
     // start, so a shard that never gets here is reported too).
     glommio::spawn_local(shardlog::watchdog::beat(heartbeats.clone(), id)).detach();
-    let life = Started { config, shutdown, startup, limits, nr_shards };
+    let life = Started { config, shutdown, startup, limits, listeners, security, nr_shards };
     let result = run_started_shard(life, id, senders, receivers).await;
     heartbeats.done(id);
     result
@@ -238,6 +271,8 @@ struct Started {
     shutdown: Shutdown,
     startup: Startup,
     limits: Arc<ConnectionLimits>,
+    listeners: Arc<Vec<Listener>>,
+    security: Arc<SaslConfig>,
     nr_shards: usize,
 }
 
@@ -248,7 +283,7 @@ async fn run_started_shard(
     senders: glommio::channels::channel_mesh::Senders<ShardMessage>,
     receivers: glommio::channels::channel_mesh::Receivers<ShardMessage>,
 ) -> Result<(), String> {
-    let Started { config, shutdown, startup, limits, nr_shards } = life;
+    let Started { config, shutdown, startup, limits, listeners, security, nr_shards } = life;
     // The metrics endpoint answers /healthz (and /readyz: 503) during recovery too.
     let endpoint = (id == shardlog::shard::CONTROL_SHARD)
         .then(|| start_metrics_endpoint(&config, nr_shards, &startup, &shutdown))
@@ -269,14 +304,18 @@ async fn run_started_shard(
     }
     let mut failure = None;
     let listener = if startup.ready(nr_shards, &shutdown).await {
-        match TcpListener::bind(config.listen) {
-            Ok(listener) => Some(listener),
-            Err(e) => {
-                shutdown.request();
-                failure = Some(format!("shard {id}: cannot listen on {}: {e}", config.listen));
-                None
+        let mut bound = Vec::new();
+        for listener in listeners.iter() {
+            match TcpListener::bind(listener.bind) {
+                Ok(socket) => bound.push(Bound { socket, listener: Rc::new(listener.clone()) }),
+                Err(e) => {
+                    shutdown.request();
+                    failure = Some(format!("shard {id}: cannot listen on {}: {e}", listener.bind));
+                    break;
+                }
             }
         }
+        failure.is_none().then_some(bound)
     } else {
         // A signal during start-up, or another shard failed: close like a shutdown.
         None
@@ -293,8 +332,9 @@ async fn run_started_shard(
         shardlog::shard::cleaner::spawn(shard.clone(), shutdown.clone());
         glommio::spawn_local(shard.txns.clone().run_timers(shard.clone(), shutdown.clone()))
             .detach();
-        tracing::info!(shard = id, listen = %config.listen, "shard ready");
-        shardlog::net::listener::run(shard.clone(), listener, limits, shutdown.clone()).await;
+        tracing::info!(shard = id, listeners = listener.len(), "shard ready");
+        shardlog::net::listener::run(shard.clone(), listener, limits, security, shutdown.clone())
+            .await;
     }
     shutdown.drained(nr_shards).await;
     tracing::info!(shard = id, "all shards drained; closing logs");
@@ -313,6 +353,30 @@ async fn run_started_shard(
     }
     tracing::debug!(shard = id, "shard stopped");
     failure.map_or(Ok(()), Err)
+}
+
+/// How SASL listeners authenticate, from the flags: the enabled mechanisms and the
+/// PLAIN users file (read now; an unreadable or malformed file stops the start).
+fn sasl_config(config: &Config) -> Result<SaslConfig, String> {
+    let mechanisms = Mechanism::parse_list(&config.sasl_enabled_mechanisms)?;
+    let plain_users = match &config.sasl_plain_users_file {
+        Some(path) => {
+            PlainUsers::load(path).map_err(|e| format!("--sasl-plain-users-file: {e}"))?
+        }
+        None => PlainUsers::default(),
+    };
+    let sasl_listener = config.listeners()?.iter().any(|l| l.protocol.is_sasl());
+    if sasl_listener && mechanisms.contains(&Mechanism::Plain) && plain_users.is_empty() {
+        tracing::warn!(
+            "SASL/PLAIN is enabled without users (--sasl-plain-users-file): every PLAIN login \
+             will fail"
+        );
+    }
+    Ok(SaslConfig {
+        mechanisms,
+        plain_users,
+        max_reauth: std::time::Duration::from_millis(config.connections_max_reauth_ms),
+    })
 }
 
 /// Starts the `--metrics-listen` endpoint on this (the control) shard, unless it is

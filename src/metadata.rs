@@ -89,6 +89,11 @@ pub struct Catalog {
     /// Dynamic broker configs set as the cluster default (resource name "").
     #[serde(default)]
     pub broker_default_configs: BTreeMap<String, String>,
+    /// Every user's SCRAM credentials (salt, stored key, server key, iterations per
+    /// mechanism; AlterUserScramCredentials), so that every shard authenticates from
+    /// its own copy.
+    #[serde(default)]
+    pub scram_credentials: crate::security::credentials::ScramCredentials,
 }
 
 /// How a group id maps to its offsets partition (= `__consumer_offsets` partition).
@@ -176,6 +181,7 @@ impl Catalog {
                 offsets_placement: None,
                 broker_node_configs: BTreeMap::new(),
                 broker_default_configs: BTreeMap::new(),
+                scram_credentials: Default::default(),
             }),
             Err(e) => Err(e),
         }

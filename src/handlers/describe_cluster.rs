@@ -42,7 +42,7 @@ pub async fn handle(
             )
         }
     }
-    let (host, port) = ctx.shard.config.advertised();
+    let (host, port) = (ctx.listener.advertised_host.clone(), ctx.listener.advertised_port);
     let node_id = ctx.shard.config.node_id;
     let mut response = DescribeClusterResponse::default()
         .with_cluster_id(sb(&ctx.shard.catalog().cluster_id))

@@ -36,7 +36,7 @@ const LISTENER_NAME: &str = "PLAINTEXT";
 pub async fn handle(ctx: &Ctx, request: DescribeQuorumRequest) -> Outcome<DescribeQuorumResponse> {
     let node_id = ctx.shard.config.node_id;
     let catalog_version = i64::try_from(ctx.shard.catalog().version).unwrap_or(i64::MAX);
-    let (host, port) = ctx.shard.config.advertised();
+    let (host, port) = (ctx.listener.advertised_host.clone(), ctx.listener.advertised_port);
     Outcome::Ready(describe(
         &request,
         ctx.api_version,

@@ -20,7 +20,7 @@ pub async fn handle(
 }
 
 fn answer(ctx: &Ctx, request: FindCoordinatorRequest) -> FindCoordinatorResponse {
-    let (host, port) = ctx.shard.config.advertised();
+    let (host, port) = (ctx.listener.advertised_host.clone(), ctx.listener.advertised_port);
     let node = BrokerId(ctx.shard.config.node_id);
     let error = match request.key_type {
         0 | 1 => None,

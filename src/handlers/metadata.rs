@@ -17,6 +17,7 @@ use crate::metadata::{Catalog, CatalogError, TopicMeta, INTERNAL_TOPICS};
 use crate::protocol::strings::{sb, topic_name};
 use crate::protocol::topic_name::validate_topic_name;
 use crate::shard::messages::NewTopic;
+use crate::net::listeners::Listener;
 use crate::shard::{ControlRequest, Shard};
 
 pub const VERSIONS: Versions = Versions { min: 0, max: 13 };
@@ -37,8 +38,9 @@ pub async fn handle(ctx: &Ctx, request: MetadataRequest) -> Outcome<MetadataResp
         && !by_id(v, &request);
     let creating = if !all && allow_create { auto_create(ctx, &request).await } else { None };
     let shard = ctx.shard.clone();
+    let listener = ctx.listener.clone();
     let Some(created) = creating else {
-        return Outcome::Ready(answer(&shard, v, &request, all));
+        return Outcome::Ready(answer(&shard, &listener, v, &request, all));
     };
     Outcome::serial(async move {
         for result in created.await.unwrap_or_default() {
@@ -47,7 +49,7 @@ pub async fn handle(ctx: &Ctx, request: MetadataRequest) -> Outcome<MetadataResp
                 Err(e) => tracing::info!(error = e.message(), "auto-creation failed"),
             }
         }
-        answer(&shard, v, &request, all)
+        answer(&shard, &listener, v, &request, all)
     })
 }
 
@@ -93,7 +95,14 @@ fn by_id(v: i16, request: &MetadataRequest) -> bool {
 }
 
 /// The response from this shard's catalog as it is now.
-fn answer(shard: &Rc<Shard>, v: i16, request: &MetadataRequest, all: bool) -> MetadataResponse {
+/// The broker is advertised with `listener`'s address (the one the client came in on).
+fn answer(
+    shard: &Rc<Shard>,
+    listener: &Listener,
+    v: i16,
+    request: &MetadataRequest,
+    all: bool,
+) -> MetadataResponse {
     let catalog = shard.catalog();
     let node = BrokerId(shard.config.node_id);
     let topics: Vec<MetadataResponseTopic> = if all {
@@ -135,11 +144,11 @@ fn answer(shard: &Rc<Shard>, v: i16, request: &MetadataRequest, all: bool) -> Me
             .collect()
     };
 
-    let (host, port) = shard.config.advertised();
+    let (host, port) = (listener.advertised_host.as_str(), listener.advertised_port);
     let mut response = MetadataResponse::default()
         .with_brokers(vec![MetadataResponseBroker::default()
             .with_node_id(node)
-            .with_host(sb(&host))
+            .with_host(sb(host))
             .with_port(port)])
         .with_topics(topics);
     if v >= 1 {

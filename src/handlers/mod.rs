@@ -67,6 +67,9 @@ pub struct Ctx {
     pub client_host: Rc<str>,
     /// Who the connection authenticated as (`User:ANONYMOUS` on PLAINTEXT).
     pub principal: Rc<crate::security::KafkaPrincipal>,
+    /// The listener the connection came in through: its protocol and the address
+    /// Metadata, FindCoordinator and DescribeCluster advertise to this client.
+    pub listener: Rc<crate::net::listeners::Listener>,
 }
 
 /// The second phase of a request. It yields `None` when the shard that owed the
@@ -218,6 +221,11 @@ apis! {
     WriteTxnMarkers => write_txn_markers,
     DescribeTransactions => describe_transactions,
     ListTransactions => list_transactions,
+    SaslHandshake => sasl_handshake,
+    SaslAuthenticate => sasl_authenticate,
+    DescribeUserScramCredentials => describe_user_scram_credentials,
+    AlterUserScramCredentials => alter_user_scram_credentials,
+    DescribeClientQuotas => describe_client_quotas,
 }
 
 /// APIs that change the catalog under the requests before them on the same connection

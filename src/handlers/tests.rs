@@ -38,6 +38,7 @@ fn ctx(shard: &std::rc::Rc<Shard>, version: i16) -> Ctx {
         client_id: "table-test".into(),
         client_host: "127.0.0.1".into(),
         principal: std::rc::Rc::new(crate::security::KafkaPrincipal::anonymous()),
+        listener: std::rc::Rc::new(shard.config.listeners().expect("default listener").remove(0)),
     }
 }
 

@@ -23,6 +23,10 @@ pub enum CloseReason {
     /// An acks=0 produce request failed for some partition: without a response, closing
     /// the connection is how the client learns (Kafka does the same).
     ProduceFailedWithoutAcks,
+    /// On a SASL listener: a request outside the SASL exchange before authentication,
+    /// a failed authentication or an unsupported mechanism (after its answer), or a
+    /// session past `--connections-max-reauth-ms` (KIP-368).
+    Sasl,
 }
 
 impl CloseReason {
@@ -36,6 +40,7 @@ impl CloseReason {
             CloseReason::StoppedReading => "stopped_reading",
             CloseReason::TooManyConnectionsPerIp => "too_many_connections_per_ip",
             CloseReason::ProduceFailedWithoutAcks => "produce_failed_without_acks",
+            CloseReason::Sasl => "sasl",
         }
     }
 }

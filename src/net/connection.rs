@@ -15,6 +15,7 @@
 use std::cell::{Cell, RefCell};
 use std::net::SocketAddr;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -30,7 +31,10 @@ use super::segments::Segments;
 use super::split::{write_all_parts, Half};
 use crate::crash::{Label, Labeled};
 use crate::handlers::{self, Ctx, Dispatched, Outcome};
+use crate::net::listeners::Listener;
 use crate::protocol::frame::{check_frame_length, decode_request};
+use crate::security::sasl::{SaslConfig, SaslSession, Step};
+use crate::security::KafkaPrincipal;
 use crate::shard::Shard;
 use crate::shutdown::LocalStop;
 
@@ -44,10 +48,21 @@ const READ_CHUNK: usize = 64 * 1024;
 /// Most the read buffer grows by per read, in bytes.
 const MAX_GROWTH: usize = 1 << 20;
 
+/// What the writer sends for a request.
+// The common variant is kept inline (no allocation per request); the queue holds at
+// most `MAX_IN_FLIGHT` of them.
+#[allow(clippy::large_enum_variant)]
+enum Answer {
+    /// A Kafka response (or none, acks=0).
+    Response(Dispatched),
+    /// A raw length-prefixed SASL token, after a SaslHandshake v0 (no Kafka header).
+    RawToken(Bytes),
+}
+
 /// A response slot in the writer's queue, in request order.
 struct Queued {
     correlation_id: i32,
-    dispatched: Dispatched,
+    answer: Answer,
     /// The request's bytes in the budgets, given back once its response is written.
     reservation: Reservation,
     /// Names the request in a panic report while its response is being finished.
@@ -121,9 +136,24 @@ impl InFlight {
     }
 }
 
+/// What a connection knows of the listener that accepted it.
+pub struct Accepted {
+    /// Its protocol and advertised address.
+    pub listener: Rc<Listener>,
+    /// How SASL listeners authenticate.
+    pub security: Arc<SaslConfig>,
+}
+
 /// Serves one connection until the client closes it, it misbehaves, or `stop`
-/// resolves (shutdown: in-flight requests still get their responses).
-pub async fn serve(shard: Rc<Shard>, stream: TcpStream, budget: ConnectionBudget, stop: LocalStop) {
+/// resolves (shutdown: in-flight requests still get their responses). On a
+/// SASL_PLAINTEXT listener the SASL exchange ([`SaslSession`]) comes first.
+pub async fn serve(
+    shard: Rc<Shard>,
+    stream: TcpStream,
+    accepted: Accepted,
+    budget: ConnectionBudget,
+    stop: LocalStop,
+) {
     let _counted = CountedConnection::open();
     let _ = stream.set_nodelay(true);
     let peer = stream.peer_addr().ok();
@@ -151,7 +181,7 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, budget: ConnectionBudget
                 "closing idle connection"
             );
         };
-        let reading = read_loop(&shard, reader, tx, peer, &in_flight, &budget);
+        let reading = read_loop(&shard, reader, tx, peer, &in_flight, &budget, &accepted);
         future::or(future::or(reading, idle), stop.requested()).await;
         // `tx` is gone: the writer drains what is queued, then ends.
         future::pending::<()>().await
@@ -175,12 +205,19 @@ async fn read_loop(
     peer: Option<SocketAddr>,
     in_flight: &InFlight,
     budget: &ConnectionBudget,
+    accepted: &Accepted,
 ) {
     let max = shard.config.max_request_bytes;
     // Formatted once per connection, not per request.
     let client_host: Rc<str> = peer.map(|p| p.ip().to_string()).unwrap_or_default().into();
-    // Until a listener authenticates (issue 14), every connection is anonymous.
-    let principal = Rc::new(crate::security::KafkaPrincipal::anonymous());
+    // Anonymous on PLAINTEXT; on SASL, who the exchange authenticated (nothing is
+    // dispatched before it did, except ApiVersions).
+    let mut principal = Rc::new(KafkaPrincipal::anonymous());
+    let mut sasl = accepted.listener.protocol.is_sasl().then(SaslSession::new);
+    let security = &accepted.security;
+    let scram = |user: &str, mechanism| {
+        crate::security::credentials::lookup(&shard.catalog().scram_credentials, user, mechanism)
+    };
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     loop {
         // Complete the 4-byte length prefix, then the frame.
@@ -215,6 +252,40 @@ async fn read_loop(
         let reservation = budget.reserve_shared(own, 4 + size).await;
         let _ = buf.split_to(4);
         let frame: Bytes = buf.split_to(size).freeze();
+        if let Some(session) = sasl.as_mut().filter(|s| s.expects_raw_token()) {
+            // After a SaslHandshake v0 the frames are the mechanism's tokens.
+            let token = match session.on_raw_token(&frame, security, Instant::now(), &scram) {
+                Step::Raw { token } => token,
+                other => {
+                    sasl_close(peer, &other);
+                    return;
+                }
+            };
+            if let Some(p) = session.principal().filter(|p| **p != *principal) {
+                principal = Rc::new(p.clone());
+            }
+            in_flight.queued.set(in_flight.queued.get() + 1);
+            drop(handling);
+            let label = Rc::new(Label::Request {
+                api_key: ApiKey::SaslAuthenticate as i16,
+                api_version: 0,
+                correlation_id: 0,
+                client_id: String::new(),
+                peer,
+            });
+            let times = Times { received, dispatched: Instant::now() };
+            let queued = Queued {
+                correlation_id: 0,
+                answer: Answer::RawToken(token),
+                reservation,
+                label,
+                times,
+            };
+            if tx.send(queued).await.is_err() {
+                return;
+            }
+            continue;
+        }
         let mut request = match decode_request(frame) {
             Ok(r) => r,
             Err(e) => {
@@ -243,12 +314,53 @@ async fn read_loop(
             tracing::warn!("--debug-stall-client-id matched: blocking this shard for 3 s");
             std::thread::sleep(std::time::Duration::from_secs(3));
         }
+        if let Some(session) = sasl.as_mut() {
+            let exchange = session.in_exchange()
+                || matches!(request.api, Some(ApiKey::SaslHandshake | ApiKey::SaslAuthenticate));
+            if exchange {
+                // The SASL exchange is serial: nothing in flight around it.
+                in_flight.drained().await;
+            }
+            match session.on_request(&request, security, Instant::now(), &scram) {
+                Step::Dispatch => {}
+                Step::Answer { api, version, response, close } => {
+                    if let Some(p) = session.principal().filter(|p| **p != *principal) {
+                        principal = Rc::new(p.clone());
+                    }
+                    in_flight.queued.set(in_flight.queued.get() + 1);
+                    drop(handling);
+                    let dispatched = Dispatched {
+                        api,
+                        response_version: version,
+                        outcome: Outcome::Ready(*response),
+                    };
+                    let times = Times { received, dispatched: Instant::now() };
+                    let answer = Answer::Response(dispatched);
+                    let queued = Queued { correlation_id, answer, reservation, label, times };
+                    if tx.send(queued).await.is_err() {
+                        return;
+                    }
+                    if let Some(reason) = close {
+                        // The answer goes out first (Kafka sends it, then closes).
+                        in_flight.drained().await;
+                        sasl_close(peer, &Step::Close(reason));
+                        return;
+                    }
+                    continue;
+                }
+                other => {
+                    sasl_close(peer, &other);
+                    return;
+                }
+            }
+        }
         let ctx = Ctx {
             shard: shard.clone(),
             api_version,
             client_id: std::mem::take(&mut request.client_id),
             client_host: client_host.clone(),
             principal: principal.clone(),
+            listener: accepted.listener.clone(),
         };
         if request.api.is_some_and(handlers::waits_for_earlier) {
             // It changes what earlier requests act on: let them finish first.
@@ -289,13 +401,25 @@ async fn read_loop(
         drop(handling);
         let queued = Queued {
             correlation_id,
-            dispatched,
+            answer: Answer::Response(dispatched),
             reservation,
             label,
             times: Times { received, dispatched: dispatch_started },
         };
         if tx.send(queued).await.is_err() {
             return;
+        }
+    }
+}
+
+/// Logs (rate-limited) why a SASL connection closes.
+fn sasl_close(peer: Option<SocketAddr>, step: &Step) {
+    if closing(CloseReason::Sasl) {
+        match step {
+            Step::Close(reason) => {
+                tracing::info!(?peer, reason = %reason, "closing connection: SASL")
+            }
+            other => tracing::warn!(?peer, step = ?other, "closing connection: SASL"),
         }
     }
 }
@@ -355,9 +479,16 @@ async fn write_loop(
     stall: std::time::Duration,
 ) {
     while let Some(queued) = rx.recv().await {
-        let Queued { correlation_id, dispatched, reservation, label, times } = queued;
-        let open =
-            write_one(&mut writer, correlation_id, dispatched, peer, label, stall, times).await;
+        let Queued { correlation_id, answer, reservation, label, times } = queued;
+        let open = match answer {
+            Answer::Response(dispatched) => {
+                write_one(&mut writer, correlation_id, dispatched, peer, label, stall, times).await
+            }
+            Answer::RawToken(token) => {
+                let frame = [Bytes::copy_from_slice(&(token.len() as u32).to_be_bytes()), token];
+                write_all_parts(&mut writer, &frame, stall).await.is_ok()
+            }
+        };
         drop(reservation);
         in_flight.touch();
         in_flight.done_one();

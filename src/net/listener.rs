@@ -1,6 +1,7 @@
-//! The per-shard listener. Every shard binds the same address with SO_REUSEPORT
-//! (glommio sets it), so the kernel spreads new connections over the cores; a
-//! connection then lives on the core that accepted it.
+//! The per-shard listeners. Every shard binds every listener's address with
+//! SO_REUSEPORT (glommio sets it), so the kernel spreads new connections over the
+//! cores; a connection then lives on the core that accepted it and knows the listener
+//! it came in through (its protocol, what to advertise).
 
 use std::rc::Rc;
 
@@ -10,6 +11,8 @@ use glommio::sync::Gate;
 
 use super::connection;
 use super::limits::{ConnectionLimits, Refused, RequestBudget};
+use super::listeners::Listener;
+use crate::security::sasl::SaslConfig;
 use crate::shard::Shard;
 use crate::shutdown::Shutdown;
 
@@ -19,12 +22,21 @@ pub const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10
 /// How often a listener at `--max-connections` looks again, in ms.
 const FULL_POLL_MS: u64 = 20;
 
-/// Accepts connections until `stop` resolves, then waits for every connection to
-/// finish its in-flight requests. Lives on one shard; `limits` is shared by all.
+/// A bound listener socket and the listener it serves (protocol, advertised address).
+pub struct Bound {
+    pub socket: TcpListener,
+    pub listener: Rc<Listener>,
+}
+
+/// Accepts connections on every listener until `stop` resolves, then waits for every
+/// connection to finish its in-flight requests. Lives on one shard; `limits` is
+/// shared by all shards and listeners; `security` says how SASL listeners
+/// authenticate.
 pub async fn run(
     shard: Rc<Shard>,
-    listener: TcpListener,
+    listeners: Vec<Bound>,
     limits: std::sync::Arc<ConnectionLimits>,
+    security: std::sync::Arc<SaslConfig>,
     stop: Shutdown,
 ) {
     let gate = Rc::new(Gate::new());
@@ -33,90 +45,24 @@ pub async fn run(
         config.queued_request_bytes_per_shard(shard.nr_shards) as u64,
         config.queued_max_request_bytes_per_connection as u64,
     );
-    let mut failures = 0u32;
-    let mut full_logged = false;
-    // Tells this shard's connections and long polls; fired once the loop below ends.
+    // Tells this shard's connections and long polls; fired once the loops below end.
     let local_stop = shard.stopping.clone();
-    loop {
-        if stop.is_requested() {
-            break;
-        }
-        if limits.full() {
-            // Kafka's acceptor blocks the same way: clients wait in the backlog.
-            if !full_logged {
-                tracing::warn!(
-                    shard = shard.id,
-                    open = limits.open(),
-                    "--max-connections reached; not accepting until a connection closes"
-                );
-                full_logged = true;
-            }
-            glommio::timer::sleep(std::time::Duration::from_millis(FULL_POLL_MS)).await;
-            continue;
-        }
-        full_logged = false;
-        let accepted = future::or(async { Some(listener.accept().await) }, async {
-            stop.clone().requested().await;
-            None
+    let loops: Vec<_> = listeners
+        .into_iter()
+        .map(|bound| {
+            let accepting = Accepting {
+                shard: shard.clone(),
+                limits: limits.clone(),
+                security: security.clone(),
+                stop: stop.clone(),
+                gate: gate.clone(),
+                budget: budget.clone(),
+            };
+            glommio::spawn_local(accepting.run(bound))
         })
-        .await;
-        match accepted {
-            None => break,
-            Some(Ok(stream)) => {
-                failures = 0;
-                let peer = stream.peer_addr().ok();
-                let admitted = loop {
-                    match limits.admit(peer.map(|p| p.ip())) {
-                        Ok(admitted) => break Some(admitted),
-                        // Another shard took the last place while this one accepted:
-                        // hold the connection unread until a place frees.
-                        Err(Refused::Full) if !stop.is_requested() => {
-                            glommio::timer::sleep(std::time::Duration::from_millis(FULL_POLL_MS))
-                                .await
-                        }
-                        Err(Refused::Full) => break None,
-                        Err(refused) => {
-                            if super::close::closing(
-                                super::close::CloseReason::TooManyConnectionsPerIp,
-                            ) {
-                                tracing::info!(
-                                    ?peer,
-                                    ?refused,
-                                    "closing new connection: too many connections"
-                                );
-                            }
-                            break None;
-                        }
-                    }
-                };
-                let Some(admitted) = admitted else {
-                    drop(stream);
-                    continue;
-                };
-                let shard = shard.clone();
-                let stop = local_stop.clone();
-                let budget = budget.connection();
-                match gate.spawn(async move {
-                    connection::serve(shard, stream, budget, stop).await;
-                    drop(admitted);
-                }) {
-                    Ok(task) => {
-                        task.detach();
-                    }
-                    Err(e) => tracing::warn!(error = %e, "connection not started: shutting down"),
-                }
-            }
-            Some(Err(e)) => {
-                // EMFILE and friends: keep serving the connections we have, back off
-                // (up to 1 s), and log only the first failures of a streak.
-                failures += 1;
-                if failures <= 3 || failures.is_power_of_two() {
-                    tracing::warn!(error = %e, failures, "accept failed");
-                }
-                let backoff = 10u64 << failures.min(7);
-                glommio::timer::sleep(std::time::Duration::from_millis(backoff.min(1000))).await;
-            }
-        }
+        .collect();
+    for task in loops {
+        task.await;
     }
     tracing::info!(shard = shard.id, "stopped accepting; draining connections");
     local_stop.fire();
@@ -132,5 +78,114 @@ pub async fn run(
             timeout_ms = DRAIN_TIMEOUT.as_millis() as u64,
             "connections still busy after the drain timeout; closing anyway"
         ),
+    }
+}
+
+/// What one listener's accept loop shares with the others of its shard.
+struct Accepting {
+    shard: Rc<Shard>,
+    limits: std::sync::Arc<ConnectionLimits>,
+    security: std::sync::Arc<SaslConfig>,
+    stop: Shutdown,
+    gate: Rc<Gate>,
+    budget: RequestBudget,
+}
+
+impl Accepting {
+    /// Accepts connections on `bound` until shutdown is requested.
+    async fn run(self, bound: Bound) {
+        let Accepting { shard, limits, security, stop, gate, budget } = self;
+        let Bound { socket: listener, listener: info } = bound;
+        let local_stop = shard.stopping.clone();
+        let mut failures = 0u32;
+        let mut full_logged = false;
+        loop {
+            if stop.is_requested() {
+                break;
+            }
+            if limits.full() {
+                // Kafka's acceptor blocks the same way: clients wait in the backlog.
+                if !full_logged {
+                    tracing::warn!(
+                        shard = shard.id,
+                        open = limits.open(),
+                        "--max-connections reached; not accepting until a connection closes"
+                    );
+                    full_logged = true;
+                }
+                glommio::timer::sleep(std::time::Duration::from_millis(FULL_POLL_MS)).await;
+                continue;
+            }
+            full_logged = false;
+            let accepted = future::or(async { Some(listener.accept().await) }, async {
+                stop.clone().requested().await;
+                None
+            })
+            .await;
+            match accepted {
+                None => break,
+                Some(Ok(stream)) => {
+                    failures = 0;
+                    let peer = stream.peer_addr().ok();
+                    let admitted = loop {
+                        match limits.admit(peer.map(|p| p.ip())) {
+                            Ok(admitted) => break Some(admitted),
+                            // Another shard took the last place while this one accepted:
+                            // hold the connection unread until a place frees.
+                            Err(Refused::Full) if !stop.is_requested() => {
+                                glommio::timer::sleep(std::time::Duration::from_millis(
+                                    FULL_POLL_MS,
+                                ))
+                                .await
+                            }
+                            Err(Refused::Full) => break None,
+                            Err(refused) => {
+                                if super::close::closing(
+                                    super::close::CloseReason::TooManyConnectionsPerIp,
+                                ) {
+                                    tracing::info!(
+                                        ?peer,
+                                        ?refused,
+                                        "closing new connection: too many connections"
+                                    );
+                                }
+                                break None;
+                            }
+                        }
+                    };
+                    let Some(admitted) = admitted else {
+                        drop(stream);
+                        continue;
+                    };
+                    let shard = shard.clone();
+                    let stop = local_stop.clone();
+                    let budget = budget.connection();
+                    let listener =
+                        connection::Accepted { listener: info.clone(), security: security.clone() };
+                    match gate.spawn(async move {
+                        connection::serve(shard, stream, listener, budget, stop).await;
+                        drop(admitted);
+                    }) {
+                        Ok(task) => {
+                            task.detach();
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "connection not started: shutting down")
+                        }
+                    }
+                }
+                Some(Err(e)) => {
+                    // EMFILE and friends: keep serving the connections we have, back off
+                    // (up to 1 s), and log only the first failures of a streak.
+                    failures += 1;
+                    if failures <= 3 || failures.is_power_of_two() {
+                        tracing::warn!(error = %e, failures, "accept failed");
+                    }
+                    let backoff = 10u64 << failures.min(7);
+                    glommio::timer::sleep(std::time::Duration::from_millis(backoff.min(1000)))
+                        .await;
+                }
+            }
+        }
     }
 }

@@ -6,5 +6,6 @@ pub mod close;
 pub mod connection;
 pub mod limits;
 pub mod listener;
+pub mod listeners;
 mod segments;
 mod split;

@@ -1,7 +1,17 @@
 //! Who is talking (issue 14): the Kafka principal a connection acts as. Listeners with
 //! TLS or SASL authenticate it; the authorizer checks it against ACLs. A PLAINTEXT
 //! connection is `User:ANONYMOUS`, as in Kafka.
+//!
+//! - [`sasl`]: a connection's SASL exchange on a SASL_PLAINTEXT listener (KIP-152,
+//!   KIP-368 re-authentication), a pure state machine;
+//! - [`plain`]: SASL/PLAIN (RFC 4616) and the `--sasl-plain-users-file` users;
+//! - [`scram`]: SCRAM-SHA-256/512 (RFC 5802, RFC 7677) and the stored credentials,
+//!   which live in the catalog ([`credentials`]: AlterUserScramCredentials).
 
+pub mod credentials;
+pub mod plain;
 mod principal;
+pub mod sasl;
+pub mod scram;
 
 pub use principal::KafkaPrincipal;

@@ -209,6 +209,33 @@ impl Control {
         results
     }
 
+    /// AlterUserScramCredentials: applies the changes to the authoritative catalog's
+    /// credentials ([`crate::security::credentials::alter`]) and commits once if any
+    /// succeeded; when the catalog cannot be persisted every success becomes
+    /// KAFKA_STORAGE_ERROR.
+    pub async fn alter_scram_credentials(
+        &self,
+        shard: &Rc<Shard>,
+        deletions: Vec<crate::security::credentials::Deletion>,
+        upsertions: Vec<crate::security::credentials::Upsertion>,
+    ) -> Vec<crate::security::credentials::AlterResult> {
+        let _permit = self.changes.acquire_permit(1).await;
+        let mut next = self.catalog.borrow().clone();
+        let mut results = crate::security::credentials::alter(
+            &mut next.scram_credentials,
+            &deletions,
+            &upsertions,
+        );
+        if results.iter().any(|(_, e)| e.is_none()) {
+            if let Err(e) = self.commit(shard, next).await {
+                for (_, error) in results.iter_mut().filter(|(_, e)| e.is_none()) {
+                    *error = Some((ResponseError::KafkaStorageError, e.message().to_string()));
+                }
+            }
+        }
+        results
+    }
+
     /// Persists `next` as the new catalog and waits until every shard applied it.
     /// When it cannot be persisted nothing changes and the error is returned.
     async fn commit(&self, shard: &Rc<Shard>, mut next: Catalog) -> Result<(), CatalogError> {

@@ -269,6 +269,14 @@ pub enum ControlRequest {
     /// A fresh producer id (InitProducerId); KAFKA_STORAGE_ERROR when the id block
     /// cannot be reserved on disk.
     AllocateProducerId { reply: Reply<KafkaResult<i64>> },
+    /// AlterUserScramCredentials: one result per user
+    /// ([`crate::security::credentials::alter`]; KAFKA_STORAGE_ERROR for every
+    /// success when the catalog cannot be persisted).
+    AlterScramCredentials {
+        deletions: Vec<crate::security::credentials::Deletion>,
+        upsertions: Vec<crate::security::credentials::Upsertion>,
+        reply: Reply<Vec<crate::security::credentials::AlterResult>>,
+    },
 }
 
 /// From the control shard to every other shard: the new catalog; the reply comes

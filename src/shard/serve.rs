@@ -258,6 +258,10 @@ fn execute_control(shard: &Rc<Shard>, request: ControlRequest) {
             ControlRequest::AllocateProducerId { reply } => {
                 let _ = reply.send(control.allocate_producer_id());
             }
+            ControlRequest::AlterScramCredentials { deletions, upsertions, reply } => {
+                let _ = reply
+                    .send(control.alter_scram_credentials(&shard, deletions, upsertions).await);
+            }
         }
     });
 }
