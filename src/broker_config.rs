@@ -111,8 +111,12 @@ pub const DESCRIBED: &[BrokerConfigDef] = &[
         List,
         None,
         flag("advertised_listener", |c| {
-            let (host, port) = c.advertised();
-            format!("PLAINTEXT://{host}:{port}")
+            let listeners = c.listeners().unwrap_or_default();
+            let advertised: Vec<String> = listeners
+                .iter()
+                .map(|l| format!("{}://{}:{}", l.name(), l.advertised_host, l.advertised_port))
+                .collect();
+            advertised.join(",")
         }),
     ),
     def(
@@ -157,7 +161,12 @@ pub const DESCRIBED: &[BrokerConfigDef] = &[
         "listeners",
         List,
         Some("PLAINTEXT://127.0.0.1:9092"),
-        flag("listen", |c| format!("PLAINTEXT://{}", c.listen)),
+        flag("listen", |c| {
+            let listeners = c.listeners().unwrap_or_default();
+            let bound: Vec<String> =
+                listeners.iter().map(|l| format!("{}://{}", l.name(), l.bind)).collect();
+            bound.join(",")
+        }),
     ),
     def(
         "log.cleaner.backoff.ms",

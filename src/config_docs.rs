@@ -46,7 +46,7 @@ const TOPIC: &[(&str, &str)] = &[
 
 /// Broker configs, sorted by name.
 const BROKER: &[(&str, &str)] = &[
-    ("advertised.listeners", "Address clients are told to connect to, as PLAINTEXT://host:port (flag --advertised-listener); null means the listeners address."),
+    ("advertised.listeners", "Per listener, the address clients that came in through it are told to connect to, as a PROTOCOL://host:port list (flags --advertised-listeners, or --advertised-listener for the --listen listener); null means the listeners addresses."),
     ("auto.create.topics.enable", "Whether a Metadata request for an unknown topic creates it (flag --auto-create-topics)."),
     ("background.threads", "Threads for background work. Stored only."),
     ("broker.id", "This broker's id, the same as node.id (flag --node-id)."),
@@ -58,7 +58,7 @@ const BROKER: &[(&str, &str)] = &[
     ("group.initial.rebalance.delay.ms", "How long a new, empty classic group waits for more members before its first rebalance completes, in milliseconds (flag --group-initial-rebalance-delay-ms)."),
     ("group.max.session.timeout.ms", "Largest session timeout a classic group member may ask for, in milliseconds (flag --group-max-session-timeout-ms)."),
     ("group.min.session.timeout.ms", "Smallest session timeout a classic group member may ask for, in milliseconds (flag --group-min-session-timeout-ms)."),
-    ("listeners", "Address every shard listens on, as PLAINTEXT://host:port (flag --listen)."),
+    ("listeners", "Addresses every shard listens on, as a PROTOCOL://host:port list, PROTOCOL PLAINTEXT or SASL_PLAINTEXT (flag --listeners; --listen for one PLAINTEXT listener)."),
     ("log.cleaner.backoff.ms", "How long each shard's log cleaner sleeps between passes, in milliseconds (flag --log-cleaner-backoff-ms)."),
     ("log.cleaner.dedupe.buffer.size", "Bytes of keys one cleaner pass may map, per shard; a dirtier log is cleaned over several passes (flag --log-cleaner-dedupe-buffer-size)."),
     ("log.cleaner.delete.retention.ms", "Default delete.retention.ms of topics: how long tombstones stay after compaction reaches them, in milliseconds."),
