@@ -214,7 +214,9 @@ impl SaslSession {
             }
             State::Handshake { versions_seen } => match api {
                 Some(ApiKey::ApiVersions) if !*versions_seen && self.previous.is_none() => {
-                    *versions_seen = true;
+                    // An unsupported version gets UNSUPPORTED_VERSION (KIP-511) and the
+                    // client may ask again, as Kafka allows.
+                    *versions_seen = handlers::api_versions::VERSIONS.contains(request.api_version);
                     Step::Dispatch
                 }
                 Some(ApiKey::SaslHandshake) => self.handshake(request, config),
@@ -505,6 +507,11 @@ mod tests {
         let metadata = request(ApiKey::Metadata, 12, RequestKind::Metadata(Default::default()));
         let versions =
             request(ApiKey::ApiVersions, 3, RequestKind::ApiVersions(Default::default()));
+        // KIP-511: a version from the future is answered, and the client asks again.
+        let mut future_versions =
+            request(ApiKey::ApiVersions, 3, RequestKind::ApiVersions(Default::default()));
+        future_versions.api_version = 99;
+        assert!(matches!(s.on_request(&future_versions, &cfg, now, &no_scram), Step::Dispatch));
         assert!(matches!(s.on_request(&versions, &cfg, now, &no_scram), Step::Dispatch));
         let (r, close) =
             handshake_answer(s.on_request(&handshake("PLAIN", 1), &cfg, now, &no_scram));
