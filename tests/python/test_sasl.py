@@ -218,6 +218,23 @@ def test_unauthenticated_requests_are_disconnected(sasl_broker):
         assert sasl_handshake(s, "PLAIN") == (ILLEGAL_SASL_STATE, [])
 
 
+def test_api_versions_from_the_future_may_be_retried_before_the_handshake(sasl_broker):
+    b = sasl_broker()
+    with raw_connect(b.sasl_bootstrap) as s:
+        s.sendall(frame(request_header_v1(18, 99, 1)))
+        r = Reader(recv_frame(s))
+        assert (r.i32(), r.i16()) == (1, 35)  # UNSUPPORTED_VERSION, in v0 format (KIP-511)
+        s.sendall(frame(request_header_v1(18, 0, 2)))
+        r = Reader(recv_frame(s))
+        assert (r.i32(), r.i16()) == (2, 0)
+        assert sasl_handshake(s, "PLAIN", corr=3)[0] == 0
+        assert sasl_authenticate(s, b"\0alice\0alice-secret", corr=4) == (0, None, b"", 0)
+        # A second ApiVersions after the handshake is not the exchange's; once
+        # authenticated it is served like any request.
+        s.sendall(frame(request_header_v1(18, 0, 5)))
+        assert Reader(recv_frame(s)).i32() == 5
+
+
 def test_v0_handshake_then_raw_plain_token(sasl_broker):
     b = sasl_broker()
     with raw_connect(b.sasl_bootstrap) as s:
