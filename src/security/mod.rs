@@ -1,13 +1,16 @@
-//! Who is talking (issue 14): the Kafka principal a connection acts as. Listeners with
-//! TLS or SASL authenticate it; the authorizer checks it against ACLs. A PLAINTEXT
-//! connection is `User:ANONYMOUS`, as in Kafka.
+//! Who is talking and what they may do (issue 14): the Kafka principal a connection
+//! acts as, and the ACLs and authorizer that decide its requests. Listeners with TLS or
+//! SASL authenticate the principal; a PLAINTEXT connection is `User:ANONYMOUS`, as in
+//! Kafka.
 //!
 //! - [`sasl`]: a connection's SASL exchange on a SASL_PLAINTEXT listener (KIP-152,
 //!   KIP-368 re-authentication), a pure state machine;
 //! - [`plain`]: SASL/PLAIN (RFC 4616) and the `--sasl-plain-users-file` users;
 //! - [`scram`]: SCRAM-SHA-256/512 (RFC 5802, RFC 7677) and the stored credentials,
-//!   which live in the catalog ([`credentials`]: AlterUserScramCredentials).
+//!   which live in the catalog ([`credentials`]: AlterUserScramCredentials);
+//! - [`acl`]: Kafka's ACL model and the authorizer's decision (StandardAuthorizer).
 
+pub mod acl;
 pub mod credentials;
 pub mod plain;
 mod principal;
