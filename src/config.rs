@@ -412,6 +412,38 @@ pub struct Config {
     #[arg(long, env = "SHARDLOG_STALL_ABORT_MS", default_value_t = 120_000)]
     pub stall_abort_ms: u64,
 
+    /// Check every request against the ACLs (Kafka's `authorizer.class.name` set to
+    /// `StandardAuthorizer`; issue 14). Off (the default): no request is checked and
+    /// CreateAcls / DescribeAcls / DeleteAcls answer SECURITY_DISABLED, as Kafka without
+    /// an authorizer. `--authorizer` alone means on.
+    #[arg(
+        long,
+        env = "SHARDLOG_AUTHORIZER",
+        default_value_t = false,
+        num_args = 0..=1,
+        default_missing_value = "true",
+        action = clap::ArgAction::Set
+    )]
+    pub authorizer: bool,
+
+    /// Principals the authorizer allows everything (Kafka `super.users`):
+    /// `User:a;User:b`. Default: none.
+    #[arg(long, env = "SHARDLOG_SUPER_USERS", default_value = "",
+          value_parser = parse_super_users)]
+    pub super_users: String,
+
+    /// What the authorizer decides when no ACL applies to a resource (Kafka
+    /// `allow.everyone.if.no.acl.found`). Default: false (deny).
+    #[arg(
+        long,
+        env = "SHARDLOG_ALLOW_EVERYONE_IF_NO_ACL_FOUND",
+        default_value_t = false,
+        num_args = 0..=1,
+        default_missing_value = "true",
+        action = clap::ArgAction::Set
+    )]
+    pub allow_everyone_if_no_acl_found: bool,
+
     /// Log filter (tracing `EnvFilter` syntax), e.g. `info` or `shardlog=debug`.
     #[arg(long, env = "SHARDLOG_LOG", default_value = "info")]
     pub log: String,
@@ -454,6 +486,16 @@ impl Config {
             .map(str::to_string)
             .collect();
         config
+    }
+
+    /// The authorizer the flags configure; `None` with `--authorizer` off.
+    pub fn authorizer(&self) -> Option<crate::security::acl::Authorizer> {
+        self.authorizer.then(|| crate::security::acl::Authorizer {
+            // Checked by the flag's parser.
+            super_users: crate::security::acl::Authorizer::parse_super_users(&self.super_users)
+                .unwrap_or_default(),
+            allow_if_no_acl: self.allow_everyone_if_no_acl_found,
+        })
     }
 
     /// Whether the operator set the flag with clap id `id` (see [`Config::given`]).
@@ -664,4 +706,9 @@ mod tests {
         assert_eq!(default_cache_bytes(Some(24 << 30)), 1 << 30);
         assert_eq!(default_cache_bytes(None), 1 << 30);
     }
+}
+
+/// `--super-users`: checked with Kafka's syntax, kept as given.
+fn parse_super_users(text: &str) -> Result<String, String> {
+    crate::security::acl::Authorizer::parse_super_users(text).map(|_| text.to_string())
 }

@@ -2,7 +2,7 @@
 //! and per-topic config overrides.
 //!
 //! Shard 0 alone changes the catalog (and persists it to `<data-dir>/meta/topics.json`
-//! by writing a temporary file and renaming it); every shard holds its own read-only
+//! by writing a temporary file and renaming it); the ACLs live here too. Every shard holds its own read-only
 //! copy, replaced by a `CatalogChanged` shard message after each change.
 
 use std::collections::BTreeMap;
@@ -94,6 +94,11 @@ pub struct Catalog {
     /// its own copy.
     #[serde(default)]
     pub scram_credentials: crate::security::credentials::ScramCredentials,
+    /// The ACLs (issue 14, [`crate::security::acl`]): changed by CreateAcls / DeleteAcls
+    /// on the control shard, persisted and copied to every shard with the rest, so
+    /// that each shard authorizes requests from its own copy.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
+    pub acls: crate::security::acl::authorizer::AclSet,
 }
 
 /// How a group id maps to its offsets partition (= `__consumer_offsets` partition).
@@ -182,6 +187,7 @@ impl Catalog {
                 broker_node_configs: BTreeMap::new(),
                 broker_default_configs: BTreeMap::new(),
                 scram_credentials: Default::default(),
+                acls: Default::default(),
             }),
             Err(e) => Err(e),
         }

@@ -37,7 +37,9 @@ use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 use crate::protocol::frame::Request;
 use crate::shard::Shard;
 
+mod acl_wire;
 mod alter_config_route;
+mod authz;
 mod group_route;
 mod txn_route;
 
@@ -199,6 +201,9 @@ apis! {
     OffsetForLeaderEpoch => offset_for_leader_epoch,
     InitProducerId => init_producer_id,
     TxnOffsetCommit => txn_offset_commit,
+    DescribeAcls => describe_acls,
+    CreateAcls => create_acls,
+    DeleteAcls => delete_acls,
     DescribeConfigs => describe_configs,
     AlterConfigs => alter_configs,
     CreatePartitions => create_partitions,

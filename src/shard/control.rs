@@ -1,5 +1,5 @@
-//! The control plane, run on the control shard (0) only: the authoritative topic catalog and the
-//! producer-id allocator. Changes are serialized by a semaphore, persisted, then
+//! The control plane, run on the control shard (0) only: the authoritative topic catalog (its
+//! ACLs included) and the producer-id allocator. Changes are serialized by a semaphore, persisted, then
 //! broadcast to every shard; the caller's reply waits until all shards applied them.
 
 use std::cell::{Cell, RefCell};
@@ -16,6 +16,7 @@ use super::state::Shard;
 use crate::config_ops::{self, ConfigChange};
 use crate::error::{KafkaResult, ResponseError};
 use crate::metadata::{Catalog, CatalogError, TopicMeta};
+use crate::security::acl::{AclBinding, AclBindingFilter};
 
 /// Producer ids are reserved on disk in blocks of this many, so a restart never
 /// hands out an id twice.
@@ -231,6 +232,64 @@ impl Control {
                 for (_, error) in results.iter_mut().filter(|(_, e)| e.is_none()) {
                     *error = Some((ResponseError::KafkaStorageError, e.message().to_string()));
                 }
+            }
+        }
+        results
+    }
+
+    /// CreateAcls: validates each binding ([`AclBinding::validate`]: INVALID_REQUEST)
+    /// and adds the valid ones (an existing one is left as is, as Kafka does), then
+    /// commits once. One result per binding, in order.
+    pub async fn create_acls(
+        &self,
+        shard: &Rc<Shard>,
+        bindings: Vec<AclBinding>,
+    ) -> Vec<Result<(), CatalogError>> {
+        let _permit = self.changes.acquire_permit(1).await;
+        let mut next = self.catalog.borrow().clone();
+        let results: Vec<_> = bindings
+            .into_iter()
+            .map(|b| {
+                b.validate().map_err(CatalogError::InvalidRequest)?;
+                next.acls.insert(b);
+                Ok(())
+            })
+            .collect();
+        if next.acls != self.catalog.borrow().acls {
+            if let Err(e) = self.commit(shard, next).await {
+                return failed(results, e);
+            }
+        }
+        results
+    }
+
+    /// DeleteAcls: for each filter in order, removes the bindings it matches (a filter
+    /// with an unknown element gets INVALID_REQUEST: [`AclBindingFilter::validate`]),
+    /// then commits once. A binding two filters match is reported by both, as in Kafka
+    /// (each filter is matched against the ACLs as they were before the request).
+    pub async fn delete_acls(
+        &self,
+        shard: &Rc<Shard>,
+        filters: Vec<AclBindingFilter>,
+    ) -> Vec<Result<Vec<AclBinding>, CatalogError>> {
+        let _permit = self.changes.acquire_permit(1).await;
+        let mut next = self.catalog.borrow().clone();
+        let before = next.acls.clone();
+        let results: Vec<_> = filters
+            .iter()
+            .map(|f| {
+                f.validate().map_err(CatalogError::InvalidRequest)?;
+                let removed: Vec<AclBinding> =
+                    before.iter().filter(|b| f.matches(b)).cloned().collect();
+                for b in &removed {
+                    next.acls.remove(b);
+                }
+                Ok(removed)
+            })
+            .collect();
+        if next.acls != self.catalog.borrow().acls {
+            if let Err(e) = self.commit(shard, next).await {
+                return failed(results, e);
             }
         }
         results

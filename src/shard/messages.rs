@@ -266,6 +266,18 @@ pub enum ControlRequest {
         validate_only: bool,
         reply: Reply<Vec<Result<(), CatalogError>>>,
     },
+    /// CreateAcls: adds the bindings that are valid (one result per binding, in order:
+    /// `Err` is an INVALID_REQUEST or KAFKA_STORAGE_ERROR with its message).
+    CreateAcls {
+        bindings: Vec<crate::security::acl::AclBinding>,
+        reply: Reply<Vec<Result<(), CatalogError>>>,
+    },
+    /// DeleteAcls: removes every binding each filter matches (one result per filter:
+    /// the bindings it removed, or why it removed none).
+    DeleteAcls {
+        filters: Vec<crate::security::acl::AclBindingFilter>,
+        reply: Reply<Vec<Result<Vec<crate::security::acl::AclBinding>, CatalogError>>>,
+    },
     /// A fresh producer id (InitProducerId); KAFKA_STORAGE_ERROR when the id block
     /// cannot be reserved on disk.
     AllocateProducerId { reply: Reply<KafkaResult<i64>> },

@@ -255,6 +255,12 @@ fn execute_control(shard: &Rc<Shard>, request: ControlRequest) {
             ControlRequest::AlterConfigs { changes, validate_only, reply } => {
                 let _ = reply.send(control.alter_configs(&shard, changes, validate_only).await);
             }
+            ControlRequest::CreateAcls { bindings, reply } => {
+                let _ = reply.send(control.create_acls(&shard, bindings).await);
+            }
+            ControlRequest::DeleteAcls { filters, reply } => {
+                let _ = reply.send(control.delete_acls(&shard, filters).await);
+            }
             ControlRequest::AllocateProducerId { reply } => {
                 let _ = reply.send(control.allocate_producer_id());
             }

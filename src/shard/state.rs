@@ -39,6 +39,10 @@ pub struct Shard {
     pub stopping: crate::shutdown::LocalStop,
     pub nr_shards: usize,
     pub config: Arc<Config>,
+    /// The authorizer the flags configure (`--authorizer`); `None` when off. It decides
+    /// from this shard's copy of the catalog's ACLs (`Catalog::acls`), so a check never
+    /// leaves the core.
+    pub authorizer: Option<crate::security::acl::Authorizer>,
     /// This core's read-only copy of the topic catalog (the shard table).
     catalog: RefCell<Rc<Catalog>>,
     /// The partition logs this shard owns, by (topic, partition).
@@ -98,6 +102,7 @@ impl Shard {
         let shard = Rc::new(Shard {
             id,
             nr_shards,
+            authorizer: config.authorizer(),
             config,
             catalog: RefCell::new(Rc::new(Catalog::default())),
             logs: RefCell::new(HashMap::new()),
