@@ -4,6 +4,8 @@
 use kafka_protocol::messages::{ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse};
 
 use super::{group_route, Ctx, Outcome, Versions};
+use crate::security::acl::AclOperation;
+use crate::error::ResponseError;
 
 pub const VERSIONS: Versions = Versions { min: 0, max: 1 };
 
@@ -12,5 +14,9 @@ pub async fn handle(
     ctx: &Ctx,
     request: ConsumerGroupHeartbeatRequest,
 ) -> Outcome<ConsumerGroupHeartbeatResponse> {
+    if group_route::group_denied(ctx, &request, AclOperation::Read) {
+        let error = ResponseError::GroupAuthorizationFailed.code();
+        return Outcome::Ready(ConsumerGroupHeartbeatResponse::default().with_error_code(error));
+    }
     group_route::to_group(ctx, request).await
 }

@@ -21,6 +21,7 @@ use super::{Ctx, Outcome, Versions};
 use crate::error::{self, ResponseError};
 use crate::protocol::batch::BatchIter;
 use crate::protocol::strings::topic_name;
+use crate::security::acl::{AclOperation, ResourceType};
 use crate::shard::messages::PartitionRead;
 use crate::shard::{DataRequest, Shard};
 
@@ -59,8 +60,14 @@ pub async fn handle(ctx: &Ctx, request: FetchRequest) -> Outcome<FetchResponse> 
             header.topic = t.topic.clone();
         }
         headers.push(header);
+        // Kafka checks READ on the name asked for (before it checks the topic exists),
+        // or on the name of a known topic id.
+        let name = if v >= 13 { meta.map(|m| m.name.as_str()) } else { Some(t.topic.as_str()) };
+        let read_denied =
+            name.is_some_and(|n| !ctx.authorize(AclOperation::Read, ResourceType::Topic, n));
         for p in &t.partitions {
             let target = match meta {
+                _ if read_denied => Err(ResponseError::TopicAuthorizationFailed),
                 None if v >= 13 => Err(ResponseError::UnknownTopicId),
                 None => Err(ResponseError::UnknownTopicOrPartition),
                 Some(meta) => match catalog.owner(&meta.name, p.partition) {

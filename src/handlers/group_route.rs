@@ -12,6 +12,7 @@ use kafka_protocol::messages::*;
 
 use super::{Ctx, Outcome};
 use crate::metadata::OffsetsPlacement;
+use crate::security::acl::{AclOperation, ResourceType};
 use crate::shard::groups::{coordinator_shard, GroupCall};
 use crate::shard::DataRequest;
 
@@ -77,6 +78,13 @@ single_group! {
     OffsetFetchRequest,
     OffsetDeleteRequest,
     ConsumerGroupHeartbeatRequest,
+}
+
+/// Whether the connection may not do `op` on the request's group: the handler then
+/// answers GROUP_AUTHORIZATION_FAILED (Kafka checks READ for the members' requests and
+/// commits, DESCRIBE for reads, DELETE for deletes).
+pub fn group_denied<Q: SingleGroup>(ctx: &Ctx, request: &Q, op: AclOperation) -> bool {
+    !ctx.authorize(op, ResourceType::Group, request.group_id())
 }
 
 /// Sends `request` to shard `to` now (so requests keep their order) and returns the

@@ -4,10 +4,17 @@
 use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse};
 
 use super::{group_route, Ctx, Outcome, Versions};
+use crate::security::acl::AclOperation;
+use crate::error::ResponseError;
 
 pub const VERSIONS: Versions = Versions { min: 0, max: 4 };
 
-/// Sends the request to the group's coordinator; the response may come much later.
+/// GROUP_AUTHORIZATION_FAILED without READ on the group; else sends the request to the
+/// group's coordinator; the response may come much later.
 pub async fn handle(ctx: &Ctx, request: HeartbeatRequest) -> Outcome<HeartbeatResponse> {
+    if group_route::group_denied(ctx, &request, AclOperation::Read) {
+        let error = ResponseError::GroupAuthorizationFailed.code();
+        return Outcome::Ready(HeartbeatResponse::default().with_error_code(error));
+    }
     group_route::to_group(ctx, request).await
 }

@@ -7,6 +7,7 @@ use kafka_protocol::messages::{ApiKey, InitProducerIdRequest, InitProducerIdResp
 
 use super::{txn_route, Ctx, Outcome, Versions};
 use crate::error::ResponseError;
+use crate::security::acl::{AclOperation, ResourceType};
 use crate::shard::transactions::TxnCall;
 use crate::shard::ControlRequest;
 use crate::txn::ProducerIdAndEpoch;
@@ -22,6 +23,9 @@ pub const VERSIONS: Versions = Versions { min: 0, max: 5 };
 /// NOT_COORDINATOR, ...; Kafka's `TransactionCoordinator.handleInitProducerId`).
 pub async fn handle(ctx: &Ctx, request: InitProducerIdRequest) -> Outcome<InitProducerIdResponse> {
     let v = ctx.api_version;
+    if let Some(error) = denied(ctx, &request) {
+        return Outcome::Ready(failed(error));
+    }
     if let Some(id) = &request.transactional_id {
         let expected = if v >= 3 {
             match ProducerIdAndEpoch::from_request(request.producer_id.0, request.producer_epoch)
@@ -68,6 +72,19 @@ pub async fn handle(ctx: &Ctx, request: InitProducerIdRequest) -> Outcome<InitPr
             Err(error) => failed(error),
         }
     })
+}
+
+/// Kafka's checks: WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+/// without one, IDEMPOTENT_WRITE on the cluster or WRITE on some topic (KIP-679;
+/// CLUSTER_AUTHORIZATION_FAILED).
+fn denied(ctx: &Ctx, request: &InitProducerIdRequest) -> Option<ResponseError> {
+    match &request.transactional_id {
+        Some(id) => (!ctx.authorize(AclOperation::Write, ResourceType::TransactionalId, id))
+            .then_some(ResponseError::TransactionalIdAuthorizationFailed),
+        None => (!ctx.authorize_cluster(AclOperation::IdempotentWrite)
+            && !ctx.authorize_by_resource_type(AclOperation::Write, ResourceType::Topic))
+        .then_some(ResponseError::ClusterAuthorizationFailed),
+    }
 }
 
 fn failed(error: ResponseError) -> InitProducerIdResponse {

@@ -4,6 +4,7 @@
 use kafka_protocol::messages::{ListGroupsRequest, ListGroupsResponse};
 
 use super::{group_route, Ctx, Outcome, Versions};
+use crate::security::acl::{AclOperation, ResourceType};
 
 pub const VERSIONS: Versions = Versions { min: 0, max: 5 };
 
@@ -14,6 +15,10 @@ pub async fn handle(ctx: &Ctx, request: ListGroupsRequest) -> Outcome<ListGroups
     for shard in 0..ctx.shard.nr_shards {
         waits.push(group_route::send(ctx, shard, request.clone()).await);
     }
+    // Kafka lists every group to DESCRIBE on the cluster, else those the connection
+    // may DESCRIBE.
+    let ctx = ctx.clone();
+    let all = ctx.authorize_cluster(AclOperation::Describe);
     Outcome::later(async move {
         let mut out = ListGroupsResponse::default();
         for reply in waits {
@@ -21,7 +26,9 @@ pub async fn handle(ctx: &Ctx, request: ListGroupsRequest) -> Outcome<ListGroups
                 if out.error_code == 0 {
                     out.error_code = r.error_code;
                 }
-                out.groups.extend(r.groups);
+                out.groups.extend(r.groups.into_iter().filter(|g| {
+                    all || ctx.authorize(AclOperation::Describe, ResourceType::Group, &g.group_id)
+                }));
             }
         }
         out

@@ -13,6 +13,7 @@ use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 use super::{Ctx, Outcome, Versions};
 use crate::error::{self, ResponseError};
 use crate::protocol::strings::topic_name;
+use crate::security::acl::{AclOperation, ResourceType};
 use crate::shard::messages::ListedOffset;
 use crate::shard::DataRequest;
 
@@ -35,9 +36,13 @@ pub async fn handle(ctx: &Ctx, request: ListOffsetsRequest) -> Outcome<ListOffse
     let mut pending: Vec<Vec<(i32, Lookup)>> = Vec::new();
     for t in &request.topics {
         let mut parts = Vec::new();
+        let describe_denied =
+            !ctx.authorize(AclOperation::Describe, ResourceType::Topic, t.name.as_str());
         for p in &t.partitions {
             let key = (t.name.0.to_string(), p.partition_index);
-            let entry = if seen[&key] > 1 {
+            let entry = if describe_denied {
+                Err(ResponseError::TopicAuthorizationFailed)
+            } else if seen[&key] > 1 {
                 Err(ResponseError::InvalidRequest)
             } else {
                 match catalog.owner(t.name.as_str(), p.partition_index) {

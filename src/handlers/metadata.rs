@@ -3,7 +3,6 @@
 //! `--auto-create-topics` and the request allow it (v4+ flag; always before v4).
 
 use std::collections::BTreeSet;
-use std::rc::Rc;
 
 use futures_channel::oneshot;
 use kafka_protocol::messages::metadata_response::{
@@ -17,8 +16,8 @@ use crate::metadata::{Catalog, CatalogError, TopicMeta, INTERNAL_TOPICS};
 use crate::protocol::strings::{sb, topic_name};
 use crate::protocol::topic_name::validate_topic_name;
 use crate::shard::messages::NewTopic;
-use crate::net::listeners::Listener;
-use crate::shard::{ControlRequest, Shard};
+use crate::security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
+use crate::shard::ControlRequest;
 
 pub const VERSIONS: Versions = Versions { min: 0, max: 13 };
 
@@ -36,12 +35,16 @@ pub async fn handle(ctx: &Ctx, request: MetadataRequest) -> Outcome<MetadataResp
     let allow_create = ctx.shard.config.auto_create_topics
         && (v < 4 || request.allow_auto_topic_creation)
         && !by_id(v, &request);
-    let creating = if !all && allow_create { auto_create(ctx, &request).await } else { None };
-    let shard = ctx.shard.clone();
-    let listener = ctx.listener.clone();
-    let Some(created) = creating else {
-        return Outcome::Ready(answer(&shard, &listener, v, &request, all));
+    let mut create_denied = BTreeSet::new();
+    let creating = if !all && allow_create {
+        auto_create(ctx, &request, &mut create_denied).await
+    } else {
+        None
     };
+    let Some(created) = creating else {
+        return Outcome::Ready(answer(ctx, v, &request, all, &create_denied));
+    };
+    let ctx = ctx.clone();
     Outcome::serial(async move {
         for result in created.await.unwrap_or_default() {
             match result {
@@ -49,15 +52,19 @@ pub async fn handle(ctx: &Ctx, request: MetadataRequest) -> Outcome<MetadataResp
                 Err(e) => tracing::info!(error = e.message(), "auto-creation failed"),
             }
         }
-        answer(&shard, &listener, v, &request, all)
+        answer(&ctx, v, &request, all, &create_denied)
     })
 }
 
 /// Asks the control shard to create the requested topics that do not exist (and
 /// may be created); `None` when there are none.
+/// Creates the missing topics named in the request that the connection may DESCRIBE
+/// and CREATE (on the cluster or the topic, as Kafka checks); those it may DESCRIBE but
+/// not CREATE go to `create_denied` (answered TOPIC_AUTHORIZATION_FAILED).
 async fn auto_create(
     ctx: &Ctx,
     request: &MetadataRequest,
+    create_denied: &mut BTreeSet<String>,
 ) -> Option<oneshot::Receiver<Vec<Result<TopicMeta, CatalogError>>>> {
     let catalog = ctx.shard.catalog();
     let missing: BTreeSet<String> = request
@@ -69,8 +76,18 @@ async fn auto_create(
             catalog.topic(n).is_none()
                 && validate_topic_name(n).is_ok()
                 && !INTERNAL_TOPICS.contains(&n.as_str())
+                && ctx.authorize(AclOperation::Describe, ResourceType::Topic, n)
         })
         .collect();
+    let missing: BTreeSet<String> = if ctx.authorize_cluster(AclOperation::Create) {
+        missing
+    } else {
+        let (allowed, denied) = missing
+            .into_iter()
+            .partition(|n| ctx.authorize(AclOperation::Create, ResourceType::Topic, n));
+        *create_denied = denied;
+        allowed
+    };
     if missing.is_empty() {
         return None;
     }
@@ -95,18 +112,32 @@ fn by_id(v: i16, request: &MetadataRequest) -> bool {
 }
 
 /// The response from this shard's catalog as it is now.
-/// The broker is advertised with `listener`'s address (the one the client came in on).
+/// The response; with the authorizer on (Kafka's `handleTopicMetadataRequest`): all
+/// topics lists only those the connection may DESCRIBE; a named topic it may not
+/// DESCRIBE (or, missing, CREATE) is TOPIC_AUTHORIZATION_FAILED with a zero topic id;
+/// one asked by id is TOPIC_AUTHORIZATION_FAILED with its id and no name (ids are not
+/// secret). Authorized operations (v8+) are the KIP-430 bit sets.
 fn answer(
-    shard: &Rc<Shard>,
-    listener: &Listener,
+    ctx: &Ctx,
     v: i16,
     request: &MetadataRequest,
     all: bool,
+    create_denied: &BTreeSet<String>,
 ) -> MetadataResponse {
+    let shard = &ctx.shard;
     let catalog = shard.catalog();
     let node = BrokerId(shard.config.node_id);
-    let topics: Vec<MetadataResponseTopic> = if all {
-        catalog.topics.values().map(|t| describe(v, node, t)).collect()
+    let may_describe = |name: &str| ctx.authorize(AclOperation::Describe, ResourceType::Topic, name);
+    let denied = |name: Option<String>, id| {
+        missing(v, name, id, ResponseError::TopicAuthorizationFailed)
+    };
+    let mut topics: Vec<MetadataResponseTopic> = if all {
+        catalog
+            .topics
+            .values()
+            .filter(|t| may_describe(&t.name))
+            .map(|t| describe(v, node, t))
+            .collect()
     } else if by_id(v, request) {
         let mut seen = BTreeSet::new();
         request
@@ -115,6 +146,7 @@ fn answer(
             .flatten()
             .filter(|t| !t.topic_id.is_nil() && seen.insert(t.topic_id))
             .map(|t| match catalog.topic_by_id(t.topic_id) {
+                Some(meta) if !may_describe(&meta.name) => denied(None, t.topic_id),
                 Some(meta) => describe(v, node, meta),
                 None => missing(v, None, t.topic_id, ResponseError::UnknownTopicId),
             })
@@ -125,6 +157,11 @@ fn answer(
             .iter()
             .flatten()
             .map(|t| match &t.name {
+                Some(name)
+                    if !may_describe(name.as_str()) || create_denied.contains(name.as_str()) =>
+                {
+                    denied(Some(name.0.to_string()), uuid::Uuid::nil())
+                }
                 Some(name) => match catalog.topic(name.as_str()) {
                     Some(meta) => describe(v, node, meta),
                     None => {
@@ -137,6 +174,7 @@ fn answer(
                     }
                 },
                 None => match catalog.topic_by_id(t.topic_id) {
+                    Some(meta) if !may_describe(&meta.name) => denied(None, t.topic_id),
                     Some(meta) => describe(v, node, meta),
                     None => missing(v, None, t.topic_id, ResponseError::UnknownTopicId),
                 },
@@ -144,7 +182,14 @@ fn answer(
             .collect()
     };
 
-    let (host, port) = (listener.advertised_host.as_str(), listener.advertised_port);
+    let authorizing = shard.authorizer.is_some() && v >= 8;
+    if authorizing && request.include_topic_authorized_operations {
+        for t in topics.iter_mut().filter(|t| t.error_code != ResponseError::TopicAuthorizationFailed.code()) {
+            let name = t.name.as_ref().map(|n| n.0.to_string()).unwrap_or_default();
+            t.topic_authorized_operations = ctx.authorized_operations(ResourceType::Topic, &name);
+        }
+    }
+    let (host, port) = (ctx.listener.advertised_host.as_str(), ctx.listener.advertised_port);
     let mut response = MetadataResponse::default()
         .with_brokers(vec![MetadataResponseBroker::default()
             .with_node_id(node)
@@ -156,6 +201,14 @@ fn answer(
     }
     if v >= 2 {
         response.cluster_id = Some(sb(&cluster_id(&catalog)));
+    }
+    if authorizing && v <= 10 && request.include_cluster_authorized_operations {
+        response.cluster_authorized_operations =
+            if ctx.authorize_cluster(AclOperation::Describe) {
+                ctx.authorized_operations(ResourceType::Cluster, CLUSTER_NAME)
+            } else {
+                0
+            };
     }
     response
 }

@@ -60,7 +60,9 @@ impl Versions {
     }
 }
 
-/// What the connection knows about the request being handled.
+/// What the connection knows about the request being handled. Cloned (cheaply: `Rc`s)
+/// into a second phase that must authorize.
+#[derive(Clone)]
 pub struct Ctx {
     pub shard: Rc<Shard>,
     pub api_version: i16,

@@ -20,6 +20,7 @@ use crate::metadata::TopicMeta;
 use crate::protocol::batch::{verify_crc, BatchError, BatchIter};
 use crate::protocol::records;
 use crate::protocol::strings::{sb, topic_name};
+use crate::security::acl::{AclOperation, ResourceType};
 use crate::shard::messages::{Appended, PartitionBatches};
 use crate::shard::{DataRequest, ShardId};
 use crate::topic_config::EffectiveTopicConfig;
@@ -93,8 +94,11 @@ impl Fanout {
 /// One shard's answer to an `AppendMany`: a result per partition, in its list order.
 type ShardResults = Vec<KafkaResult<Appended>>;
 
-/// Validates and starts the appends of a Produce request. Per partition:
-/// UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID, CORRUPT_MESSAGE (bad CRC or a
+/// Validates and starts the appends of a Produce request. With the authorizer on
+/// (Kafka's `handleProduceRequest`): every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+/// when the request has transactional records and no WRITE on its transactional id;
+/// TOPIC_AUTHORIZATION_FAILED without WRITE on the topic (before whether it exists).
+/// Per partition: UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID, CORRUPT_MESSAGE (bad CRC or a
 /// truncated batch), UNSUPPORTED_FOR_MESSAGE_FORMAT (magic < 2), MESSAGE_TOO_LARGE
 /// (batch above the topic's `max.message.bytes`), RECORD_LIST_TOO_LARGE (above its
 /// `segment.bytes`), INVALID_TIMESTAMP, INVALID_RECORD (also: not exactly one batch),
@@ -117,7 +121,12 @@ pub async fn handle(ctx: &Ctx, request: ProduceRequest) -> Outcome<ProduceRespon
     let acks = request.acks;
     let catalog = ctx.shard.catalog();
     let now = now_ms();
-    let refused = verify_transactional(ctx, &request).await;
+    let txn_denied = transactional_id_denied(ctx, &request);
+    let refused = if txn_denied {
+        Default::default()
+    } else {
+        verify_transactional(ctx, &request).await
+    };
     let mut fanout = match ctx.shard.config.produce_fanout {
         ProduceFanout::PerShard => Some(Fanout::new(ctx.shard.nr_shards)),
         ProduceFanout::PerBatch => None,
@@ -137,9 +146,14 @@ pub async fn handle(ctx: &Ctx, request: ProduceRequest) -> Outcome<ProduceRespon
         } else {
             header.name = topic.name.clone();
         }
+        let name = if v >= 13 { meta.map(|m| m.name.as_str()) } else { Some(topic.name.as_str()) };
+        let write_denied =
+            name.is_some_and(|n| !ctx.authorize(AclOperation::Write, ResourceType::Topic, n));
         let mut partitions = Vec::with_capacity(topic.partition_data.len());
         for pd in topic.partition_data {
             let pending = match meta {
+                _ if txn_denied => Pending::Done(ResponseError::TransactionalIdAuthorizationFailed, None),
+                _ if write_denied => Pending::Done(ResponseError::TopicAuthorizationFailed, None),
                 _ if !(-1..=1).contains(&acks) => {
                     Pending::Done(ResponseError::InvalidRequiredAcks, None)
                 }
@@ -169,6 +183,26 @@ pub async fn handle(ctx: &Ctx, request: ProduceRequest) -> Outcome<ProduceRespon
         }));
     }
     Outcome::later(respond(v, topics, grouped))
+}
+
+/// Whether the request carries transactional records but the connection may not
+/// WRITE its transactional id: then Kafka answers every partition
+/// TRANSACTIONAL_ID_AUTHORIZATION_FAILED. Only checked with the authorizer on (a missing
+/// id is refused per partition by [`verify_transactional`] either way).
+fn transactional_id_denied(ctx: &Ctx, request: &ProduceRequest) -> bool {
+    if ctx.shard.authorizer.is_none() {
+        return false;
+    }
+    let transactional = request.topic_data.iter().flat_map(|t| &t.partition_data).any(|pd| {
+        pd.records.as_ref().is_some_and(|r| {
+            crate::protocol::batch::RecordBatchHeader::parse_header(r)
+                .is_ok_and(|h| h.is_transactional())
+        })
+    });
+    transactional
+        && request.transactional_id.as_ref().is_none_or(|id| {
+            !ctx.authorize(AclOperation::Write, ResourceType::TransactionalId, id.as_str())
+        })
 }
 
 /// The partitions whose transactional batch may not be appended, with the error and
