@@ -17,6 +17,7 @@ use kafka_protocol::messages::{
 use super::{txn_route, Ctx, Outcome, Versions};
 use crate::error::{KafkaResult, ResponseError};
 use crate::shard::transactions::TxnCall;
+use crate::security::acl::{AclOperation, ResourceType};
 use crate::txn::TopicPartition;
 
 pub const VERSIONS: Versions = Versions { min: 0, max: 5 };
@@ -33,6 +34,13 @@ pub async fn handle(
     request: AddPartitionsToTxnRequest,
 ) -> Outcome<AddPartitionsToTxnResponse> {
     let v = ctx.api_version;
+    // v4+ comes from brokers verifying a transaction: Kafka wants CLUSTER_ACTION.
+    if v >= 4 && !ctx.authorize_cluster(AclOperation::ClusterAction) {
+        return Outcome::Ready(
+            AddPartitionsToTxnResponse::default()
+                .with_error_code(ResponseError::ClusterAuthorizationFailed.code()),
+        );
+    }
     let txns: Vec<(TransactionalId, i64, i16, bool, Vec<AddPartitionsToTxnTopic>)> = if v <= 3 {
         vec![(
             request.v3_and_below_transactional_id,
@@ -55,15 +63,28 @@ pub async fn handle(
             .iter()
             .flat_map(|t| t.partitions.iter().map(|p| (t.name.to_string(), *p)))
             .collect();
+        // Kafka's checks: WRITE on the transactional id (every partition), WRITE on
+        // each topic; with any refusal the other partitions are not attempted.
+        let txn_denied =
+            !ctx.authorize(AclOperation::Write, ResourceType::TransactionalId, id.as_str());
+        let unauthorized: BTreeSet<&TopicPartition> = wanted
+            .iter()
+            .filter(|(t, _)| !ctx.authorize(AclOperation::Write, ResourceType::Topic, t))
+            .collect();
         let unknown: BTreeSet<&TopicPartition> =
             wanted.iter().filter(|(t, p)| catalog.owner(t, *p).is_none()).collect();
-        let answer: std::pin::Pin<Box<dyn std::future::Future<Output = _>>> = if !unknown
-            .is_empty()
+        let answer: std::pin::Pin<Box<dyn std::future::Future<Output = _>>> = if txn_denied
+            || !unauthorized.is_empty()
+            || !unknown.is_empty()
         {
             let results = wanted
                 .iter()
                 .map(|tp| {
-                    let e = if unknown.contains(tp) {
+                    let e = if txn_denied {
+                        ResponseError::TransactionalIdAuthorizationFailed
+                    } else if unauthorized.contains(tp) {
+                        ResponseError::TopicAuthorizationFailed
+                    } else if unknown.contains(tp) {
                         ResponseError::UnknownTopicOrPartition
                     } else {
                         ResponseError::OperationNotAttempted

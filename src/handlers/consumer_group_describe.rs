@@ -17,11 +17,32 @@ pub async fn handle(
     mut request: ConsumerGroupDescribeRequest,
 ) -> Outcome<ConsumerGroupDescribeResponse> {
     let ids = std::mem::take(&mut request.group_ids);
+    // Kafka: DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED.
+    let (allowed, denied): (Vec<_>, Vec<_>) = ids.iter().cloned().partition(|g| {
+        ctx.authorize(
+            crate::security::acl::AclOperation::Describe,
+            crate::security::acl::ResourceType::Group,
+            g,
+        )
+    });
     let build = |part| request.clone().with_group_ids(part);
-    let gather = group_route::scatter_ids(ctx, ids, build, |r| r.groups, unanswered).await;
-    Outcome::later(
-        async move { ConsumerGroupDescribeResponse::default().with_groups(gather.await) },
-    )
+    let gather = group_route::scatter_ids(ctx, allowed, build, |r| r.groups, unanswered).await;
+    Outcome::later(async move {
+        let mut described = gather.await.into_iter();
+        let groups = ids
+            .into_iter()
+            .map(|id| {
+                if denied.contains(&id) {
+                    DescribedGroup::default()
+                        .with_group_id(id)
+                        .with_error_code(ResponseError::GroupAuthorizationFailed.code())
+                } else {
+                    described.next().unwrap_or_else(|| unanswered(id))
+                }
+            })
+            .collect();
+        ConsumerGroupDescribeResponse::default().with_groups(groups)
+    })
 }
 
 /// The result for a group whose coordinating shard did not answer (shutdown).

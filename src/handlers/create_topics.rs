@@ -14,6 +14,7 @@ use crate::config_meta::Source;
 use crate::error::ResponseError;
 use crate::metadata::TopicMeta;
 use crate::protocol::strings::{sb, topic_name};
+use crate::security::acl::{AclOperation, ResourceType};
 use crate::shard::messages::NewTopic;
 use crate::shard::ControlRequest;
 use crate::topic_config;
@@ -29,6 +30,8 @@ pub async fn handle(ctx: &Ctx, request: CreateTopicsRequest) -> Outcome<CreateTo
     let mut results: Vec<Option<CreatableTopicResult>> = Vec::with_capacity(request.topics.len());
     let mut to_create = Vec::new();
     let mut seen = std::collections::HashSet::new();
+    // Kafka: CREATE on the cluster, or on each topic (TOPIC_AUTHORIZATION_FAILED).
+    let cluster_create = ctx.authorize_cluster(AclOperation::Create);
     for t in &request.topics {
         let name = t.name.0.to_string();
         let fail = |error: ResponseError, msg: String| Some(error_result(&name, error, msg, v));
@@ -36,6 +39,13 @@ pub async fn handle(ctx: &Ctx, request: CreateTopicsRequest) -> Outcome<CreateTo
             results.push(fail(
                 ResponseError::InvalidRequest,
                 format!("Create topics request from client contains duplicate topic {name}"),
+            ));
+            continue;
+        }
+        if !cluster_create && !ctx.authorize(AclOperation::Create, ResourceType::Topic, &name) {
+            results.push(fail(
+                ResponseError::TopicAuthorizationFailed,
+                "Authorization failed.".to_string(),
             ));
             continue;
         }

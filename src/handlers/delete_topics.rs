@@ -7,6 +7,7 @@ use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse};
 use super::{Ctx, Outcome, Versions};
 use crate::error::ResponseError;
 use crate::protocol::strings::{sb, topic_name};
+use crate::security::acl::{AclOperation, ResourceType};
 use crate::shard::ControlRequest;
 
 pub const VERSIONS: Versions = Versions { min: 1, max: 6 };
@@ -38,6 +39,14 @@ pub async fn handle(ctx: &Ctx, request: DeleteTopicsRequest) -> Outcome<DeleteTo
     } else {
         for n in &request.topic_names {
             wanted.push((Some(n.0.to_string()), uuid::Uuid::nil(), Ok(n.0.to_string())));
+        }
+    }
+    // Kafka: DELETE on each topic, else TOPIC_AUTHORIZATION_FAILED.
+    for (_, _, resolved) in wanted.iter_mut() {
+        if let Ok(name) = resolved {
+            if !ctx.authorize(AclOperation::Delete, ResourceType::Topic, name) {
+                *resolved = Err(ResponseError::TopicAuthorizationFailed);
+            }
         }
     }
     let names: Vec<String> =

@@ -5,7 +5,7 @@
 use kafka_protocol::messages::describe_acls_response::{AclDescription, DescribeAclsResource};
 use kafka_protocol::messages::{DescribeAclsRequest, DescribeAclsResponse};
 
-use super::acl_wire::{self, RawFilter, NOT_AUTHORIZED, NO_AUTHORIZER};
+use super::acl_wire::{self, RawFilter, NOT_AUTHORIZED};
 use super::{Ctx, Outcome, Versions};
 use crate::error::ResponseError;
 use crate::protocol::strings::sb;
@@ -28,7 +28,7 @@ pub async fn handle(ctx: &Ctx, request: DescribeAclsRequest) -> Outcome<Describe
         return error(ResponseError::ClusterAuthorizationFailed, NOT_AUTHORIZED);
     }
     if ctx.shard.authorizer.is_none() {
-        return error(ResponseError::SecurityDisabled, NO_AUTHORIZER);
+        return error(ResponseError::SecurityDisabled, "No Authorizer is configured on the broker");
     }
     let r = &request;
     if acl_wire::has_unknown_code([

@@ -55,5 +55,17 @@ pub async fn handle(
     if ctx.api_version >= 1 {
         response.endpoint_type = 1;
     }
+    // KIP-430 with the authorizer on: the cluster's bit set, 0 without DESCRIBE on it.
+    if ctx.shard.authorizer.is_some() && request.include_cluster_authorized_operations {
+        response.cluster_authorized_operations =
+            if ctx.authorize_cluster(crate::security::acl::AclOperation::Describe) {
+                ctx.authorized_operations(
+                    crate::security::acl::ResourceType::Cluster,
+                    crate::security::acl::CLUSTER_NAME,
+                )
+            } else {
+                0
+            };
+    }
     Outcome::Ready(response)
 }

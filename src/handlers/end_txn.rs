@@ -7,8 +7,10 @@
 use kafka_protocol::messages::{ApiKey, EndTxnRequest, EndTxnResponse, ProducerId};
 
 use super::{txn_route, Ctx, Outcome, Versions};
+use crate::error::ResponseError;
 use crate::shard::transactions::TxnCall;
 use crate::txn::{TransactionVersion, TxnResult};
+use crate::security::acl::{AclOperation, ResourceType};
 
 pub const VERSIONS: Versions = Versions { min: 0, max: 5 };
 
@@ -18,6 +20,14 @@ pub const VERSIONS: Versions = Versions { min: 0, max: 5 };
 pub async fn handle(ctx: &Ctx, request: EndTxnRequest) -> Outcome<EndTxnResponse> {
     let v = ctx.api_version;
     let transactional_id = request.transactional_id.to_string();
+    if !ctx.authorize(AclOperation::Write, ResourceType::TransactionalId, &transactional_id) {
+        return Outcome::Ready(
+            EndTxnResponse::default()
+                .with_error_code(ResponseError::TransactionalIdAuthorizationFailed.code())
+                .with_producer_id(ProducerId(-1))
+                .with_producer_epoch(-1),
+        );
+    }
     let (producer_id, producer_epoch) = (request.producer_id.0, request.producer_epoch);
     let result = TxnResult::from_committed(request.committed);
     let client_version = TransactionVersion::of_end_txn_request(v);

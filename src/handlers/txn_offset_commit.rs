@@ -20,6 +20,7 @@ use kafka_protocol::messages::{TopicName, TxnOffsetCommitRequest, TxnOffsetCommi
 use super::{group_route, txn_route, Ctx, Outcome, Versions};
 use crate::error::ResponseError;
 use crate::shard::transactions::TxnCall;
+use crate::security::acl::{AclOperation, ResourceType};
 
 pub const VERSIONS: Versions = Versions { min: 0, max: 4 };
 
@@ -34,7 +35,34 @@ pub async fn handle(
 ) -> Outcome<TxnOffsetCommitResponse> {
     let catalog = ctx.shard.catalog();
     let mut response = TxnOffsetCommitResponse::default();
+    // Kafka's checks: WRITE on the transactional id, READ on the group (every partition
+    // gets the error), then READ on each topic.
+    let denied = if !ctx.authorize(
+        AclOperation::Write,
+        ResourceType::TransactionalId,
+        request.transactional_id.as_str(),
+    ) {
+        Some(ResponseError::TransactionalIdAuthorizationFailed)
+    } else if !ctx.authorize(AclOperation::Read, ResourceType::Group, request.group_id.as_str()) {
+        Some(ResponseError::GroupAuthorizationFailed)
+    } else {
+        None
+    };
+    if let Some(error) = denied {
+        for t in &request.topics {
+            for p in &t.partitions {
+                add(&mut response, &t.name, p.partition_index, error);
+            }
+        }
+        return Outcome::Ready(response);
+    }
     for t in request.topics.iter_mut() {
+        if !ctx.authorize(AclOperation::Read, ResourceType::Topic, t.name.as_str()) {
+            for p in std::mem::take(&mut t.partitions) {
+                add(&mut response, &t.name, p.partition_index, ResponseError::TopicAuthorizationFailed);
+            }
+            continue;
+        }
         let count = catalog.topic(t.name.as_str()).map_or(0, |m| m.partition_shards.len() as i32);
         t.partitions.retain(|p| {
             let ok = p.partition_index >= 0 && p.partition_index < count;
