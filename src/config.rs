@@ -664,6 +664,11 @@ pub fn physical_memory() -> Option<usize> {
     Some(kib * 1024)
 }
 
+/// `--super-users`: checked with Kafka's syntax, kept as given.
+fn parse_super_users(text: &str) -> Result<String, String> {
+    crate::security::acl::Authorizer::parse_super_users(text).map(|_| text.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -706,9 +711,4 @@ mod tests {
         assert_eq!(default_cache_bytes(Some(24 << 30)), 1 << 30);
         assert_eq!(default_cache_bytes(None), 1 << 30);
     }
-}
-
-/// `--super-users`: checked with Kafka's syntax, kept as given.
-fn parse_super_users(text: &str) -> Result<String, String> {
-    crate::security::acl::Authorizer::parse_super_users(text).map(|_| text.to_string())
 }

@@ -21,10 +21,17 @@ pub async fn handle(
     for t in &request.topics {
         *seen.entry(t.name.0.to_string()).or_insert(0) += 1;
     }
+    // Kafka: ALTER on each topic, else TOPIC_AUTHORIZATION_FAILED.
+    let denied: std::collections::HashSet<String> = request
+        .topics
+        .iter()
+        .map(|t| t.name.0.to_string())
+        .filter(|n| !ctx.authorize(crate::security::acl::AclOperation::Alter, crate::security::acl::ResourceType::Topic, n))
+        .collect();
     let asked: Vec<(String, i32)> = request
         .topics
         .iter()
-        .filter(|t| seen[t.name.0.as_str()] == 1)
+        .filter(|t| seen[t.name.0.as_str()] == 1 && !denied.contains(t.name.0.as_str()))
         .map(|t| (t.name.0.to_string(), t.count))
         .collect();
     let validate_only = request.validate_only;
@@ -57,6 +64,9 @@ pub async fn handle(
                     return r
                         .with_error_code(ResponseError::InvalidRequest.code())
                         .with_error_message(Some(sb("Duplicate topic in request.")));
+                }
+                if denied.contains(t.name.0.as_str()) {
+                    return r.with_error_code(ResponseError::TopicAuthorizationFailed.code());
                 }
                 match answers.next() {
                     Some(Ok(())) => r,

@@ -38,8 +38,11 @@ pub async fn handle(ctx: &Ctx, request: DeleteRecordsRequest) -> Outcome<DeleteR
     let mut pending: Vec<(TopicName, Vec<(i32, Pending)>)> = Vec::with_capacity(wanted.len());
     for (name, partitions) in wanted {
         let mut parts = Vec::with_capacity(partitions.len());
+        // Kafka: DELETE on the topic, checked before whether it exists.
+        let denied = !ctx.authorize(crate::security::acl::AclOperation::Delete, crate::security::acl::ResourceType::Topic, name.as_str());
         for (partition, offset) in partitions {
             let entry = match catalog.owner(name.as_str(), partition) {
+                _ if denied => Err(ResponseError::TopicAuthorizationFailed),
                 None => Err(ResponseError::UnknownTopicOrPartition),
                 Some(_) if is_internal(name.as_str()) => Err(ResponseError::InvalidTopicException),
                 Some(owner) => {

@@ -31,8 +31,11 @@ pub async fn handle(
     let mut pending: Vec<Vec<(i32, Pending)>> = Vec::with_capacity(request.topics.len());
     for t in &request.topics {
         let mut parts = Vec::with_capacity(t.partition_indexes.len());
+        // Kafka: READ on the topic, checked before whether it exists.
+        let denied = !ctx.authorize(crate::security::acl::AclOperation::Read, crate::security::acl::ResourceType::Topic, t.name.as_str());
         for &p in &t.partition_indexes {
             let entry = match catalog.owner(t.name.as_str(), p) {
+                _ if denied => Err(ResponseError::TopicAuthorizationFailed),
                 None => Err(ResponseError::UnknownTopicOrPartition),
                 Some(owner) => {
                     let (reply, rx) = oneshot::channel();

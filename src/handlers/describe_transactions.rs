@@ -8,6 +8,7 @@ use kafka_protocol::messages::{
 };
 
 use super::{txn_route, Ctx, Outcome, Versions};
+use crate::error::ResponseError;
 use crate::protocol::strings::{sb, topic_name};
 use crate::shard::transactions::TxnCall;
 
@@ -22,11 +23,17 @@ pub async fn handle(
     let mut asks = Vec::with_capacity(request.transactional_ids.len());
     for id in request.transactional_ids {
         let transactional_id = id.to_string();
+        // Kafka: DESCRIBE on the transactional id.
+        if !ctx.authorize(crate::security::acl::AclOperation::Describe, crate::security::acl::ResourceType::TransactionalId, &transactional_id) {
+            let denied = Err(ResponseError::TransactionalIdAuthorizationFailed);
+            asks.push(futures_util::future::Either::Left(std::future::ready((id, denied))));
+            continue;
+        }
         let answer = txn_route::ask(ctx, &transactional_id.clone(), |reply| {
             TxnCall::Describe { transactional_id, reply }
         })
         .await;
-        asks.push(async move { (id, answer.await) });
+        asks.push(futures_util::future::Either::Right(async move { (id, answer.await) }));
     }
     Outcome::later(async move {
         let states = join_all(asks)

@@ -46,6 +46,7 @@ pub async fn handle(ctx: &Ctx, request: ListTransactionsRequest) -> Outcome<List
         let filter = filter.clone();
         asks.push(txn_route::ask_shard(ctx, owner, |reply| TxnCall::List { filter, reply }).await);
     }
+    let ctx = ctx.clone();
     Outcome::later(async move {
         let mut response = ListTransactionsResponse::default();
         let mut all = Vec::new();
@@ -62,6 +63,10 @@ pub async fn handle(ctx: &Ctx, request: ListTransactionsRequest) -> Outcome<List
         if let Some(pattern) = &pattern {
             all.retain(|t| pattern.matches(&t.transactional_id));
         }
+        // Kafka lists the transactional ids the connection may DESCRIBE.
+        all.retain(|t| {
+            ctx.authorize(crate::security::acl::AclOperation::Describe, crate::security::acl::ResourceType::TransactionalId, &t.transactional_id)
+        });
         all.sort_by(|a, b| a.transactional_id.cmp(&b.transactional_id));
         response.transaction_states = all
             .into_iter()

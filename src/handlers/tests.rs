@@ -14,6 +14,8 @@ use crate::protocol::frame::{decode_request, Request};
 use crate::shard::testing::with_shard;
 use crate::shard::Shard;
 
+mod acl;
+
 /// Encodes `body` as a whole request frame (without the length prefix) and decodes
 /// its header the way a connection does.
 fn frame(api: ApiKey, version: i16, correlation_id: i32, body: &RequestKind) -> Request {

@@ -18,11 +18,23 @@ where
     F: FnOnce(Rc<Shard>) -> Fut + Send + 'static,
     Fut: std::future::Future<Output = ()>,
 {
+    with_shard_flags(&[], test)
+}
+
+/// [`with_shard`] with these flags added to the defaults (e.g. `--authorizer`).
+pub fn with_shard_flags<F, Fut>(flags: &[&str], test: F)
+where
+    F: FnOnce(Rc<Shard>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()>,
+{
+    let flags: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
     let dir = tempfile::tempdir().expect("tempdir");
     let data_dir = dir.path().to_str().expect("utf-8 path").to_string();
     LocalExecutorBuilder::default()
         .spawn(move || async move {
-            let config = Arc::new(Config::parse_from(["shardlog", "--data-dir", &data_dir]));
+            let args =
+                ["shardlog", "--data-dir", &data_dir].into_iter().map(String::from).chain(flags);
+            let config = Arc::new(Config::parse_from(args));
             // As `main` does before the shards start: the catalog with `__consumer_offsets`.
             crate::metadata::Catalog::init(std::path::Path::new(&data_dir)).expect("catalog");
             let mesh = MeshBuilder::<ShardMessage, _>::full(1, 16);
