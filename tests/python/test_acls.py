@@ -226,3 +226,25 @@ def test_acls_are_enforced_and_survive_restart_and_kill9(broker_factory):
     b.start()
     a = admin(b)
     assert as_tuples(a.describe_acls(everything()).result(10)) == as_tuples(ACLS)
+
+
+def test_transactional_producers_need_write_on_their_transactional_id(broker_factory):
+    b = broker_factory("--authorizer", "--super-users", "User:ANONYMOUS")
+    a = admin(b)
+    tx_ok = binding(ResourceType.TRANSACTIONAL_ID, "tx-ok", LIT, ANON, AclOperation.WRITE, ALLOW)
+    for f in a.create_acls(ACLS + [tx_ok]).values():
+        f.result(10)
+    a.create_topics([NewTopic("ok-tx", 1, 1)])["ok-tx"].result(10)
+    b.extra_args = ["--authorizer"]
+    b.restart()
+
+    p = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": "tx-ok"})
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce("ok-tx", b"committed")
+    p.commit_transaction(30)
+
+    denied = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": "tx-no"})
+    with pytest.raises(KafkaException) as e:
+        denied.init_transactions(30)
+    assert kafka_error(e.value) == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
