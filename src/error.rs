@@ -71,6 +71,10 @@ impl From<&CatalogError> for ResponseError {
             CatalogError::InvalidRequest(_) => ResponseError::InvalidRequest,
             CatalogError::InvalidConfig(_) => ResponseError::InvalidConfig,
             CatalogError::Storage(_) => ResponseError::KafkaStorageError,
+            CatalogError::TopicAuthorizationFailed(_) => ResponseError::TopicAuthorizationFailed,
+            CatalogError::ClusterAuthorizationFailed(_) => {
+                ResponseError::ClusterAuthorizationFailed
+            }
         }
     }
 }

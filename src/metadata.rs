@@ -45,6 +45,10 @@ pub enum CatalogError {
     InvalidConfig(String),
     /// KAFKA_STORAGE_ERROR (56): the change could not be persisted and was not made
     Storage(String),
+    /// TOPIC_AUTHORIZATION_FAILED (29): refused by the authorizer before the control shard
+    TopicAuthorizationFailed(String),
+    /// CLUSTER_AUTHORIZATION_FAILED (31): refused by the authorizer before the control shard
+    ClusterAuthorizationFailed(String),
 }
 
 impl CatalogError {
@@ -63,7 +67,9 @@ impl CatalogError {
             | CatalogError::UnknownTopicId(m)
             | CatalogError::InvalidRequest(m)
             | CatalogError::InvalidConfig(m)
-            | CatalogError::Storage(m) => m,
+            | CatalogError::Storage(m)
+            | CatalogError::TopicAuthorizationFailed(m)
+            | CatalogError::ClusterAuthorizationFailed(m) => m,
         }
     }
 }

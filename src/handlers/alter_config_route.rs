@@ -52,6 +52,21 @@ pub async fn route(
         let answer = match (&r.change, r.resource_type) {
             // Kafka refuses every copy of a resource named twice, applying none.
             _ if duplicate => Some(Err(CatalogError::InvalidRequest("Duplicate resource.".into()))),
+            // Kafka: ALTER_CONFIGS on the topic, or on the cluster for broker configs.
+            (_, RESOURCE_TOPIC)
+                if !ctx.authorize(
+                    crate::security::acl::AclOperation::AlterConfigs,
+                    crate::security::acl::ResourceType::Topic,
+                    &r.name,
+                ) =>
+            {
+                Some(Err(CatalogError::TopicAuthorizationFailed("Authorization failed.".into())))
+            }
+            (_, RESOURCE_BROKER)
+                if !ctx.authorize_cluster(crate::security::acl::AclOperation::AlterConfigs) =>
+            {
+                Some(Err(CatalogError::ClusterAuthorizationFailed("Authorization failed.".into())))
+            }
             (Err(e), _) => Some(Err(e.clone())),
             (Ok(change), RESOURCE_TOPIC) => {
                 changes.push((ConfigTarget::Topic(r.name.to_string()), change.clone()));

@@ -46,6 +46,26 @@ pub async fn handle(
             let out = DescribeConfigsResult::default()
                 .with_resource_type(res.resource_type)
                 .with_resource_name(res.resource_name.clone());
+            // Kafka: DESCRIBE_CONFIGS on the topic, or on the cluster for broker configs.
+            let denied = match res.resource_type {
+                RESOURCE_TOPIC => !ctx.authorize(
+                    crate::security::acl::AclOperation::DescribeConfigs,
+                    crate::security::acl::ResourceType::Topic,
+                    res.resource_name.as_str(),
+                ),
+                RESOURCE_BROKER => !ctx.authorize_cluster(crate::security::acl::AclOperation::DescribeConfigs),
+                _ => false,
+            };
+            if denied {
+                let error = if res.resource_type == RESOURCE_TOPIC {
+                    ResponseError::TopicAuthorizationFailed
+                } else {
+                    ResponseError::ClusterAuthorizationFailed
+                };
+                return out
+                    .with_error_code(error.code())
+                    .with_error_message(Some(sb("Authorization failed.")));
+            }
             let entries = match res.resource_type {
                 RESOURCE_TOPIC => match catalog.topic(res.resource_name.as_str()) {
                     Some(meta) => topic_entries(&topic_overrides(meta, &ctx.shard.config), &broker),

@@ -220,6 +220,18 @@ def test_acls_are_enforced_and_survive_restart_and_kill9(broker_factory):
         assert rc == 1 and "ClusterAuthorizationException" in out + err
     # An idempotent producer needs IDEMPOTENT_WRITE or WRITE on some topic: it has one.
     assert produce(b, "ok-a", **{"enable.idempotence": True}) is None
+    # Admin APIs: CREATE, DELETE, DESCRIBE_CONFIGS on topics, none granted.
+    with pytest.raises(KafkaException) as e:
+        a.create_topics([NewTopic("ok-c", 1, 1)])["ok-c"].result(10)
+    assert kafka_error(e.value) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    with pytest.raises(KafkaException) as e:
+        a.delete_topics(["ok-a"])["ok-a"].result(10)
+    assert kafka_error(e.value) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    from confluent_kafka.admin import ConfigResource
+    res = ConfigResource(ConfigResource.Type.TOPIC, "ok-a")
+    with pytest.raises(KafkaException) as e:
+        a.describe_configs([res])[res].result(10)
+    assert kafka_error(e.value) == KafkaError.TOPIC_AUTHORIZATION_FAILED
 
     b.kill9()
     b.extra_args = ["--authorizer", "--super-users", "User:ANONYMOUS"]
