@@ -7,7 +7,9 @@
 //!
 //! Each marker's partitions are grouped by owning shard, one message per shard, in
 //! request order; a `__consumer_offsets` partition goes to its group coordinator, which
-//! commits or drops the transaction's pending offsets. Per partition: none, or
+//! commits or drops the transaction's pending offsets. With the authorizer on, a
+//! principal without CLUSTER_ACTION on the cluster gets CLUSTER_AUTHORIZATION_FAILED for
+//! every partition (Kafka's `handleWriteTxnMarkersRequest`). Per partition: none, or
 //! UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, INVALID_PRODUCER_EPOCH (the
 //! producer has a newer epoch), TRANSACTION_COORDINATOR_FENCED (an older coordinator
 //! epoch than the partition's last marker), KAFKA_STORAGE_ERROR.
@@ -24,6 +26,7 @@ use super::{Ctx, Outcome, Versions};
 use crate::error::{KafkaResult, ResponseError};
 use crate::protocol::control::{ControlType, EndTxnMarker};
 use crate::protocol::strings::topic_name;
+use crate::security::acl::AclOperation;
 use crate::shard::messages::TxnMarkerWrite;
 use crate::shard::DataRequest;
 
@@ -41,6 +44,7 @@ enum Source {
 /// Sends every marker's partitions to their owners, then answers in request order.
 pub async fn handle(ctx: &Ctx, request: WriteTxnMarkersRequest) -> Outcome<WriteTxnMarkersResponse> {
     let catalog = ctx.shard.catalog();
+    let denied = !ctx.authorize_cluster(AclOperation::ClusterAction);
     let mut receivers: Vec<oneshot::Receiver<Vec<KafkaResult<()>>>> = Vec::new();
     // Per marker, per topic: (name, per partition: (index, source)).
     let mut layout = Vec::with_capacity(request.markers.len());
@@ -54,6 +58,9 @@ pub async fn handle(ctx: &Ctx, request: WriteTxnMarkersRequest) -> Outcome<Write
             let mut parts = Vec::with_capacity(t.partition_indexes.len());
             for &p in &t.partition_indexes {
                 match catalog.owner(t.name.as_str(), p) {
+                    _ if denied => {
+                        parts.push((p, Source::Now(ResponseError::ClusterAuthorizationFailed)))
+                    }
                     None => parts.push((p, Source::Now(ResponseError::UnknownTopicOrPartition))),
                     Some(owner) => {
                         let writes = by_shard.entry(owner).or_default();

@@ -23,6 +23,7 @@ fn as_user(shard: &Rc<Shard>, name: &str, version: i16) -> Ctx {
         client_id: "acl-test".into(),
         client_host: "10.1.2.3".into(),
         principal: Rc::new(KafkaPrincipal::user(name)),
+        listener: Rc::new(shard.config.listeners().expect("default listener").remove(0)),
     }
 }
 
