@@ -21,8 +21,10 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-CLI_LIBS = "/work/main/tests/compat/kafka-cli/.cache/libs"
-CLI_LOG4J = "/work/main/tests/compat/kafka-cli/log4j2.properties"
+from helpers import REPO_ROOT
+
+CLI_LIBS = str(REPO_ROOT / "tests/compat/kafka-cli/.cache/libs")
+CLI_LOG4J = str(REPO_ROOT / "tests/compat/kafka-cli/log4j2.properties")
 
 ANON = "User:ANONYMOUS"
 ALLOW = AclPermissionType.ALLOW

@@ -18,7 +18,7 @@ from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import (AdminClient, ScramCredentialInfo, ScramMechanism,
                                    UserScramCredentialDeletion, UserScramCredentialUpsertion)
 
-from helpers import (Broker, BrokerError, Reader, connection_closed_by_peer, enc_str, frame,
+from helpers import (REPO_ROOT, Broker, BrokerError, Reader, connection_closed_by_peer, enc_str, frame,
                      free_port, raw_connect, recv_frame, request_header_v1, shardlog_bin)
 
 USERS = "# PLAIN users\nadmin:admin-secret\nalice:alice-secret\n"
@@ -30,8 +30,8 @@ UNACCEPTABLE_CREDENTIAL = 93
 RESOURCE_NOT_FOUND = 91
 DUPLICATE_RESOURCE = 92
 
-CLI_LIBS = Path("/work/main/tests/compat/kafka-cli/.cache/libs")
-CLI_LOG4J = Path("/work/main/tests/compat/kafka-cli/log4j2.properties")
+CLI_LIBS = REPO_ROOT / "tests/compat/kafka-cli/.cache/libs"
+CLI_LOG4J = REPO_ROOT / "tests/compat/kafka-cli/log4j2.properties"
 
 
 @pytest.fixture
@@ -350,3 +350,64 @@ def test_tls_listeners_are_refused_at_start_up(tmp_path):
         capture_output=True, text=True, timeout=30)
     assert out.returncode != 0
     assert "TLS is not built yet; SSL and SASL_SSL listeners are not supported" in out.stderr, out.stderr
+
+
+def test_sasl_users_get_exactly_what_their_acls_grant(sasl_broker):
+    """SASL principals meet the authorizer: User:admin (a super user) creates the topics
+    and grants User:alice WRITE and READ on `alice-` topics and READ on group `alice-g`;
+    alice, logged in with PLAIN, produces to and consumes from `alice-t`, but cannot
+    produce to `bob-t` (TOPIC_AUTHORIZATION_FAILED) or see it in Metadata, and a group
+    without an ACL gets GROUP_AUTHORIZATION_FAILED. ANONYMOUS on the PLAINTEXT listener
+    gets nothing."""
+    from confluent_kafka import KafkaError, TopicPartition
+    from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, NewTopic,
+                                       ResourcePatternType, ResourceType)
+
+    b = sasl_broker("--authorizer", "--super-users", "User:admin")
+
+    def conf(user):
+        return {"bootstrap.servers": b.sasl_bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "PLAIN", "sasl.username": user, "sasl.password": f"{user}-secret"}
+
+    admin = AdminClient(conf("admin"))
+    for f in admin.create_topics([NewTopic("alice-t", 1, 1), NewTopic("bob-t", 1, 1)]).values():
+        f.result(30)
+    grants = [
+        AclBinding(ResourceType.TOPIC, "alice-", ResourcePatternType.PREFIXED, "User:alice", "*",
+                   op, AclPermissionType.ALLOW)
+        for op in (AclOperation.WRITE, AclOperation.READ)
+    ] + [AclBinding(ResourceType.GROUP, "alice-g", ResourcePatternType.LITERAL, "User:alice", "*",
+                    AclOperation.READ, AclPermissionType.ALLOW)]
+    for f in admin.create_acls(grants).values():
+        f.result(30)
+
+    def produce(topic, c):
+        p = Producer({**c, "message.timeout.ms": 10000})
+        errors = []
+        p.produce(topic, b"from-alice", on_delivery=lambda err, msg: errors.append(err))
+        p.flush(15)
+        assert len(errors) == 1
+        return errors[0].code() if errors[0] else None
+
+    assert produce("alice-t", conf("alice")) is None
+    assert produce("bob-t", conf("alice")) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    seen = set(Producer(conf("alice")).list_topics(timeout=15).topics)
+    assert "alice-t" in seen and "bob-t" not in seen
+    # ANONYMOUS (PLAINTEXT listener) has no ACL at all.
+    assert produce("alice-t", {"bootstrap.servers": b.bootstrap}) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+    def consume(group):
+        c = Consumer({**conf("alice"), "group.id": group, "auto.offset.reset": "earliest",
+                      "enable.auto.commit": False})
+        try:
+            c.subscribe(["alice-t"])
+            for _ in range(30):
+                m = c.poll(1.0)
+                if m is not None:
+                    return m.error().code() if m.error() else m.value()
+            return None
+        finally:
+            c.close()
+
+    assert consume("alice-g") == b"from-alice"
+    assert consume("other-g") == KafkaError.GROUP_AUTHORIZATION_FAILED
