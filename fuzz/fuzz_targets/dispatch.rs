@@ -118,6 +118,10 @@ fuzz_target!(|data: &[u8]| {
                     api_version: version,
                     client_id: request.client_id.clone(),
                     client_host: "127.0.0.1".into(),
+                    principal: std::rc::Rc::new(shardlog::security::KafkaPrincipal::anonymous()),
+                    listener: std::rc::Rc::new(
+                        shard.config.listeners().expect("default listener").remove(0),
+                    ),
                 };
                 let Ok(dispatched) = dispatch(&ctx, request).await else { return };
                 let response = match dispatched.outcome {
