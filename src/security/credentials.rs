@@ -59,8 +59,9 @@ pub fn alter(
     upsertions: &[Upsertion],
 ) -> Vec<AlterResult> {
     let mut errors: Vec<(String, (ResponseError, String))> = Vec::new();
-    let mut deletes: Vec<&Deletion> = Vec::new();
-    let mut upserts: Vec<&Upsertion> = Vec::new();
+    // With the mechanism each was validated with.
+    let mut deletes: Vec<(&Deletion, ScramMechanism)> = Vec::new();
+    let mut upserts: Vec<(&Upsertion, ScramMechanism)> = Vec::new();
     let duplicate = || {
         (
             ResponseError::DuplicateResource,
@@ -72,7 +73,7 @@ pub fn alter(
         if has_error(&errors, &d.user) {
             continue;
         }
-        if let Some(i) = deletes.iter().position(|x| x.user == d.user) {
+        if let Some(i) = deletes.iter().position(|(x, _)| x.user == d.user) {
             deletes.remove(i);
             errors.push((d.user.clone(), duplicate()));
             continue;
@@ -84,10 +85,10 @@ pub fn alter(
                     "Attempt to delete a user credential that does not exist".to_string(),
                 ))
             } else {
-                Ok(())
+                Ok(m)
             }
         }) {
-            Ok(()) => deletes.push(d),
+            Ok(m) => deletes.push((d, m)),
             Err(e) => errors.push((d.user.clone(), e)),
         }
     }
@@ -95,8 +96,8 @@ pub fn alter(
         if has_error(&errors, &u.user) {
             continue;
         }
-        let in_deletes = deletes.iter().position(|x| x.user == u.user);
-        let in_upserts = upserts.iter().position(|x| x.user == u.user);
+        let in_deletes = deletes.iter().position(|(x, _)| x.user == u.user);
+        let in_upserts = upserts.iter().position(|(x, _)| x.user == u.user);
         if in_deletes.is_some() || in_upserts.is_some() {
             if let Some(i) = in_deletes {
                 deletes.remove(i);
@@ -107,23 +108,22 @@ pub fn alter(
             errors.push((u.user.clone(), duplicate()));
             continue;
         }
-        let checked = validate(&u.user, u.mechanism).and_then(|_| {
+        let checked = validate(&u.user, u.mechanism).and_then(|m| {
             if u.iterations < MIN_ITERATIONS {
                 Err((ResponseError::UnacceptableCredential, "Too few iterations".to_string()))
             } else if u.iterations > MAX_ITERATIONS {
                 Err((ResponseError::UnacceptableCredential, "Too many iterations".to_string()))
             } else {
-                Ok(())
+                Ok(m)
             }
         });
         match checked {
-            Ok(()) => upserts.push(u),
+            Ok(m) => upserts.push((u, m)),
             Err(e) => errors.push((u.user.clone(), e)),
         }
     }
     let mut results = Vec::new();
-    for d in deletes {
-        let mechanism = ScramMechanism::from_type(d.mechanism).expect("validated");
+    for (d, mechanism) in deletes {
         if let Some(by_mechanism) = credentials.get_mut(&d.user) {
             by_mechanism.remove(mechanism.name());
             if by_mechanism.is_empty() {
@@ -132,8 +132,7 @@ pub fn alter(
         }
         results.push((d.user.clone(), None));
     }
-    for u in upserts {
-        let mechanism = ScramMechanism::from_type(u.mechanism).expect("validated");
+    for (u, mechanism) in upserts {
         let credential = ScramCredential::from_salted_password(
             mechanism,
             &u.salt,
