@@ -5,10 +5,8 @@
 use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, ApiKey};
 
 use super::{txn_route, Ctx, Outcome, Versions};
-use crate::error::ResponseError;
 use crate::shard::groups::offsets_partition;
 use crate::shard::transactions::TxnCall;
-use crate::security::acl::{AclOperation, ResourceType};
 
 pub const VERSIONS: Versions = Versions { min: 0, max: 4 };
 
@@ -20,13 +18,7 @@ pub async fn handle(ctx: &Ctx, request: AddOffsetsToTxnRequest) -> Outcome<AddOf
     let v = ctx.api_version;
     let transactional_id = request.transactional_id.to_string();
     // Kafka's checks: WRITE on the transactional id, then READ on the group.
-    let denied = if !ctx.authorize(AclOperation::Write, ResourceType::TransactionalId, &transactional_id) {
-        Some(ResponseError::TransactionalIdAuthorizationFailed)
-    } else if !ctx.authorize(AclOperation::Read, ResourceType::Group, request.group_id.as_str()) {
-        Some(ResponseError::GroupAuthorizationFailed)
-    } else {
-        None
-    };
+    let denied = ctx.authorize_txn_offsets(&transactional_id, request.group_id.as_str());
     if let Some(error) = denied {
         return Outcome::Ready(AddOffsetsToTxnResponse::default().with_error_code(error.code()));
     }

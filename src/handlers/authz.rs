@@ -5,6 +5,7 @@
 //! every operation the resource type supports, as Kafka without an authorizer.
 
 use super::Ctx;
+use crate::error::ResponseError;
 use crate::security::acl::authorizer::{all_operations, Requester};
 use crate::security::acl::{AclOperation, ResourceType, CLUSTER_NAME};
 
@@ -30,6 +31,23 @@ impl Ctx {
                 }
                 allowed
             }
+        }
+    }
+
+    /// Kafka's checks of AddOffsetsToTxn and TxnOffsetCommit, in its order: WRITE on
+    /// the transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then READ on
+    /// the group (else GROUP_AUTHORIZATION_FAILED). `None`: both allowed.
+    pub fn authorize_txn_offsets(
+        &self,
+        transactional_id: &str,
+        group_id: &str,
+    ) -> Option<ResponseError> {
+        if !self.authorize(AclOperation::Write, ResourceType::TransactionalId, transactional_id) {
+            Some(ResponseError::TransactionalIdAuthorizationFailed)
+        } else if !self.authorize(AclOperation::Read, ResourceType::Group, group_id) {
+            Some(ResponseError::GroupAuthorizationFailed)
+        } else {
+            None
         }
     }
 

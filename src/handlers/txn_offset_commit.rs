@@ -37,17 +37,8 @@ pub async fn handle(
     let mut response = TxnOffsetCommitResponse::default();
     // Kafka's checks: WRITE on the transactional id, READ on the group (every partition
     // gets the error), then READ on each topic.
-    let denied = if !ctx.authorize(
-        AclOperation::Write,
-        ResourceType::TransactionalId,
-        request.transactional_id.as_str(),
-    ) {
-        Some(ResponseError::TransactionalIdAuthorizationFailed)
-    } else if !ctx.authorize(AclOperation::Read, ResourceType::Group, request.group_id.as_str()) {
-        Some(ResponseError::GroupAuthorizationFailed)
-    } else {
-        None
-    };
+    let denied =
+        ctx.authorize_txn_offsets(request.transactional_id.as_str(), request.group_id.as_str());
     if let Some(error) = denied {
         for t in &request.topics {
             for p in &t.partitions {
