@@ -23,20 +23,55 @@ use super::{Ctx, Outcome, Versions};
 use crate::error::ResponseError;
 use crate::metadata::Catalog;
 use crate::protocol::strings::sb;
+use crate::security::acl::AclOperation;
 
 pub const VERSIONS: Versions = Versions { min: 0, max: 1 };
 
-/// Applies (validates) each partition's target replicas; see the module comment.
+/// Applies (validates) each partition's target replicas; see the module comment. With
+/// the authorizer on, a connection without ALTER on the cluster gets
+/// CLUSTER_AUTHORIZATION_FAILED, top level and on every named partition (Kafka's
+/// `getErrorResponse`).
 pub async fn handle(
     ctx: &Ctx,
     request: AlterPartitionReassignmentsRequest,
 ) -> Outcome<AlterPartitionReassignmentsResponse> {
-    let response = alter(&ctx.shard.catalog(), ctx.shard.config.node_id, &request);
+    let response = if ctx.authorize_cluster(AclOperation::Alter) {
+        alter(&ctx.shard.catalog(), ctx.shard.config.node_id, &request)
+    } else {
+        denied(&request)
+    };
     if ctx.api_version >= 1 {
         Outcome::Ready(response.with_allow_replication_factor_change(request.allow_replication_factor_change))
     } else {
         Outcome::Ready(response)
     }
+}
+
+/// CLUSTER_AUTHORIZATION_FAILED for the request and each partition it names.
+fn denied(request: &AlterPartitionReassignmentsRequest) -> AlterPartitionReassignmentsResponse {
+    let message = Some(sb("Cluster authorization failed."));
+    let code = ResponseError::ClusterAuthorizationFailed.code();
+    let responses = request
+        .topics
+        .iter()
+        .map(|t| {
+            ReassignableTopicResponse::default().with_name(t.name.clone()).with_partitions(
+                t.partitions
+                    .iter()
+                    .map(|p| {
+                        ReassignablePartitionResponse::default()
+                            .with_partition_index(p.partition_index)
+                            .with_error_code(code)
+                            .with_error_message(message.clone())
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    AlterPartitionReassignmentsResponse::default()
+        .with_error_code(code)
+        .with_error_message(message)
+        .with_responses(responses)
 }
 
 /// The answer for `request` against `catalog` on node `node_id`.

@@ -14,7 +14,9 @@ use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use super::{Ctx, Outcome, Versions};
+use crate::error::ResponseError;
 use crate::protocol::strings::topic_name;
+use crate::security::acl::AclOperation;
 use crate::shard::messages::LogDirPartition;
 use crate::shard::DataRequest;
 
@@ -27,11 +29,19 @@ pub const VERSIONS: Versions = Versions { min: 1, max: 4 };
 /// are sorted by name, partitions by index. `partition_size` is bytes of record
 /// batches, `offset_lag` 0 (no future replicas), `is_future_key` false. v4:
 /// `total_bytes` / `usable_bytes` of the dir's file system (`statvfs`; -1 if that
-/// fails).
+/// fails). With the authorizer on, a connection without DESCRIBE on the cluster gets
+/// CLUSTER_AUTHORIZATION_FAILED and no results (Kafka's `handleDescribeLogDirsRequest`).
 pub async fn handle(
     ctx: &Ctx,
     request: DescribeLogDirsRequest,
 ) -> Outcome<DescribeLogDirsResponse> {
+    if !ctx.authorize_cluster(AclOperation::Describe) {
+        return Outcome::Ready(
+            DescribeLogDirsResponse::default()
+                .with_error_code(ResponseError::ClusterAuthorizationFailed.code())
+                .with_results(Vec::new()),
+        );
+    }
     let filter: Option<HashMap<String, Vec<i32>>> = request.topics.map(|topics| {
         let mut f: HashMap<String, Vec<i32>> = HashMap::new();
         for t in topics {

@@ -18,6 +18,7 @@ use super::{Ctx, Outcome, Versions};
 use crate::clock::now_ms;
 use crate::error::ResponseError;
 use crate::protocol::strings::{sb, topic_name};
+use crate::security::acl::AclOperation;
 
 pub const VERSIONS: Versions = Versions { min: 0, max: 2 };
 
@@ -33,7 +34,16 @@ const LISTENER_NAME: &str = "PLAINTEXT";
 /// Describes the quorum. A request must name exactly `__cluster_metadata` partition 0
 /// (as Kafka's Raft client checks); any other topic or partition gets
 /// UNKNOWN_TOPIC_OR_PARTITION on each partition named, with no quorum data.
+/// With the authorizer on, a connection without DESCRIBE on the cluster gets a top-level
+/// CLUSTER_AUTHORIZATION_FAILED (Kafka's controller, `ControllerApis.handleDescribeQuorum`).
 pub async fn handle(ctx: &Ctx, request: DescribeQuorumRequest) -> Outcome<DescribeQuorumResponse> {
+    if !ctx.authorize_cluster(AclOperation::Describe) {
+        return Outcome::Ready(
+            DescribeQuorumResponse::default()
+                .with_error_code(ResponseError::ClusterAuthorizationFailed.code())
+                .with_error_message(Some(sb("Cluster authorization failed."))),
+        );
+    }
     let node_id = ctx.shard.config.node_id;
     let catalog_version = i64::try_from(ctx.shard.catalog().version).unwrap_or(i64::MAX);
     let (host, port) = (ctx.listener.advertised_host.clone(), ctx.listener.advertised_port);

@@ -31,6 +31,7 @@ use crate::error::ResponseError;
 use crate::metadata::{is_internal, Catalog, PARTITION_LEADER_EPOCH};
 use crate::protocol::strings::topic_name;
 use crate::protocol::topic_name::validate_topic_name;
+use crate::security::acl::{AclOperation, ResourceType};
 
 pub const VERSIONS: Versions = Versions { min: 0, max: 0 };
 
@@ -38,30 +39,35 @@ pub const VERSIONS: Versions = Versions { min: 0, max: 0 };
 /// response holds.
 const MAX_PARTITIONS: i32 = 2000;
 
-/// The operations a topic allows without an authorizer (Kafka's `AuthHelper`: READ,
-/// WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS as bits).
-const TOPIC_OPERATIONS: i32 = (1 << 3)
-    | (1 << 4)
-    | (1 << 5)
-    | (1 << 6)
-    | (1 << 7)
-    | (1 << 8)
-    | (1 << 10)
-    | (1 << 11);
-
 /// Describes the topics asked for (see the module documentation).
 pub async fn handle(
     ctx: &Ctx,
     request: DescribeTopicPartitionsRequest,
 ) -> Outcome<DescribeTopicPartitionsResponse> {
     let catalog = ctx.shard.catalog();
-    Outcome::Ready(describe(&catalog, ctx.shard.config.node_id, &request))
+    let access = Access {
+        describe: &|name| ctx.authorize(AclOperation::Describe, ResourceType::Topic, name),
+        operations: &|name| ctx.authorized_operations(ResourceType::Topic, name),
+    };
+    Outcome::Ready(describe(&catalog, ctx.shard.config.node_id, &request, &access))
+}
+
+/// What the connection may see (Kafka's `DescribeTopicPartitionsRequestHandler`): a
+/// topic it may not DESCRIBE is left out of an all-topics answer and, when named, gets
+/// TOPIC_AUTHORIZATION_FAILED with a zero topic id, after the authorized topics, whether
+/// it exists or not.
+struct Access<'a> {
+    /// Whether the connection may DESCRIBE the topic.
+    describe: &'a dyn Fn(&str) -> bool,
+    /// The KIP-430 bits of what it may do to the topic.
+    operations: &'a dyn Fn(&str) -> i32,
 }
 
 fn describe(
     catalog: &Catalog,
     node_id: i32,
     request: &DescribeTopicPartitionsRequest,
+    access: &Access<'_>,
 ) -> DescribeTopicPartitionsResponse {
     let mut response = DescribeTopicPartitionsResponse::default();
     let all = request.topics.is_empty();
@@ -84,6 +90,8 @@ fn describe(
             .collect();
         return response;
     }
+    let (names, denied): (Vec<&str>, Vec<&str>) =
+        names.into_iter().partition(|n| (access.describe)(n));
     // Kafka clamps the limit to [1, 2000]: a limit of 0 would page forever.
     let mut remaining = request.response_partition_limit.clamp(1, MAX_PARTITIONS);
     for name in names {
@@ -134,13 +142,20 @@ fn describe(
                 .with_topic_id(meta.id)
                 .with_is_internal(is_internal(name))
                 .with_partitions(partitions)
-                .with_topic_authorized_operations(TOPIC_OPERATIONS),
+                .with_topic_authorized_operations((access.operations)(name)),
         );
         if end < count {
             response.next_cursor =
                 Some(Cursor::default().with_topic_name(topic_name(name)).with_partition_index(end));
             break;
         }
+    }
+    if !all {
+        response.topics.extend(denied.into_iter().map(|name| {
+            DescribeTopicPartitionsResponseTopic::default()
+                .with_error_code(ResponseError::TopicAuthorizationFailed.code())
+                .with_name(Some(topic_name(name)))
+        }));
     }
     response
 }
@@ -150,6 +165,22 @@ mod tests {
     use kafka_protocol::messages::describe_topic_partitions_request::{Cursor as At, TopicRequest};
 
     use super::*;
+
+    /// The operations a topic allows without an authorizer (Kafka's `AuthHelper`: READ,
+    /// WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS as bits).
+    const TOPIC_OPERATIONS: i32 = (1 << 3)
+        | (1 << 4)
+        | (1 << 5)
+        | (1 << 6)
+        | (1 << 7)
+        | (1 << 8)
+        | (1 << 10)
+        | (1 << 11);
+
+    /// No authorizer: every topic visible, every operation allowed.
+    fn everything() -> Access<'static> {
+        Access { describe: &|_| true, operations: &|_| TOPIC_OPERATIONS }
+    }
 
     fn catalog(topics: &[(&str, usize)]) -> Catalog {
         let mut c = Catalog::default();
@@ -190,15 +221,15 @@ mod tests {
     #[test]
     fn every_topic_sorted_and_paged_by_the_partition_limit() {
         let c = catalog(&[("b", 3), ("a", 2), ("c", 1)]);
-        let r = describe(&c, 1, &request(&[], 2000, None));
+        let r = describe(&c, 1, &request(&[], 2000, None), &everything());
         assert_eq!(summary(&r), (vec![t("a", 0, 0..2), t("b", 0, 0..3), t("c", 0, 0..1)], None));
         // A limit of 3 cuts b after its first partition; the cursor continues there.
-        let r = describe(&c, 1, &request(&[], 3, None));
+        let r = describe(&c, 1, &request(&[], 3, None), &everything());
         assert_eq!(summary(&r), (vec![t("a", 0, 0..2), t("b", 0, 0..1)], Some(("b".into(), 1))));
-        let r = describe(&c, 1, &request(&[], 3, Some(("b", 1))));
+        let r = describe(&c, 1, &request(&[], 3, Some(("b", 1))), &everything());
         assert_eq!(summary(&r), (vec![t("b", 0, 1..3), t("c", 0, 0..1)], None));
         // A limit that ends exactly at a topic's end: the cursor is the next topic.
-        let r = describe(&c, 1, &request(&[], 2, None));
+        let r = describe(&c, 1, &request(&[], 2, None), &everything());
         assert_eq!(summary(&r), (vec![t("a", 0, 0..2)], Some(("b".into(), 0))));
         let p = &r.topics[0].partitions[1];
         assert_eq!((p.leader_id, p.leader_epoch, p.replica_nodes.clone()), (BrokerId(1), 0, vec![BrokerId(1)]));
@@ -210,16 +241,30 @@ mod tests {
         let c = catalog(&[("b", 3), ("a", 2)]);
         let unknown = ResponseError::UnknownTopicOrPartition.code();
         let invalid = ResponseError::InvalidTopicException.code();
-        let r = describe(&c, 1, &request(&["b", "zz", "a", "b", "bad name!"], 2000, None));
+        let r = describe(&c, 1, &request(&["b", "zz", "a", "b", "bad name!"], 2000, None), &everything());
         let expect = vec![t("a", 0, 0..2), t("b", 0, 0..3), t("bad name!", invalid, 0..0), t("zz", unknown, 0..0)];
         assert_eq!(summary(&r), (expect, None));
         assert!(r.topics[3].topic_id.is_nil());
-        let r = describe(&c, 1, &request(&["a"], 2000, Some(("b", 0))));
+        let r = describe(&c, 1, &request(&["a"], 2000, Some(("b", 0))), &everything());
         assert_eq!(summary(&r), (vec![t("a", ResponseError::InvalidRequest.code(), 0..0)], None));
         // A zero or negative limit counts as 1 (else a client would page forever).
         for limit in [0, -5] {
-            let r = describe(&c, 1, &request(&["a", "b"], limit, None));
+            let r = describe(&c, 1, &request(&["a", "b"], limit, None), &everything());
             assert_eq!(summary(&r), (vec![t("a", 0, 0..1)], Some(("a".into(), 1))));
         }
+    }
+
+    #[test]
+    fn topics_the_connection_may_not_describe_are_hidden_or_refused() {
+        let c = catalog(&[("b", 1), ("a", 1), ("c", 1)]);
+        let only_a = Access { describe: &|n| n == "a", operations: &|_| 1 << 8 };
+        let r = describe(&c, 1, &request(&[], 2000, None), &only_a);
+        assert_eq!(summary(&r), (vec![t("a", 0, 0..1)], None));
+        assert_eq!(r.topics[0].topic_authorized_operations, 1 << 8);
+        // Named: refused after the authorized ones, existing or not, with no topic id.
+        let denied = ResponseError::TopicAuthorizationFailed.code();
+        let r = describe(&c, 1, &request(&["c", "a", "zz"], 2000, None), &only_a);
+        assert_eq!(summary(&r), (vec![t("a", 0, 0..1), t("c", denied, 0..0), t("zz", denied, 0..0)], None));
+        assert!(r.topics[1].topic_id.is_nil());
     }
 }

@@ -12,19 +12,30 @@ use kafka_protocol::messages::{ElectLeadersRequest, ElectLeadersResponse};
 use super::{Ctx, Outcome, Versions};
 use crate::error::ResponseError;
 use crate::protocol::strings::sb;
+use crate::security::acl::AclOperation;
 
 pub const VERSIONS: Versions = Versions { min: 0, max: 2 };
+
+/// Kafka's default text for CLUSTER_AUTHORIZATION_FAILED.
+const CLUSTER_DENIED: &str = "Cluster authorization failed.";
 
 /// Kafka's default text for ELECTION_NOT_NEEDED.
 const NOT_NEEDED: &str = "Leader election not needed for topic partition.";
 
 /// Answers every named partition (see the module documentation).
+/// With the authorizer on, a connection without ALTER on the cluster gets
+/// CLUSTER_AUTHORIZATION_FAILED (top level from v1, and on every named partition), as
+/// Kafka's `handleElectLeaders`.
 pub async fn handle(ctx: &Ctx, request: ElectLeadersRequest) -> Outcome<ElectLeadersResponse> {
     let mut response = ElectLeadersResponse::default();
+    let denied = !ctx.authorize_cluster(AclOperation::Alter);
+    if denied && ctx.api_version >= 1 {
+        response.error_code = ResponseError::ClusterAuthorizationFailed.code();
+    }
     let Some(topics) = request.topic_partitions else {
         return Outcome::Ready(response);
     };
-    let type_error = !matches!(request.election_type, 0 | 1);
+    let type_error = !denied && !matches!(request.election_type, 0 | 1);
     if type_error && ctx.api_version >= 1 {
         response.error_code = ResponseError::InvalidRequest.code();
     }
@@ -35,7 +46,9 @@ pub async fn handle(ctx: &Ctx, request: ElectLeadersRequest) -> Outcome<ElectLea
             .partitions
             .iter()
             .map(|&p| {
-                let (error, message) = if type_error {
+                let (error, message) = if denied {
+                    (ResponseError::ClusterAuthorizationFailed, CLUSTER_DENIED.to_string())
+                } else if type_error {
                     let m = format!("Unknown election type {}", request.election_type);
                     (ResponseError::InvalidRequest, m)
                 } else if p < 0 || p as usize >= partitions {

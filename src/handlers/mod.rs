@@ -114,7 +114,7 @@ impl<R: 'static> Outcome<R> {
     }
 
     /// The same outcome with the response converted by `f`.
-    pub fn map<T: 'static>(self, f: fn(R) -> T) -> Outcome<T> {
+    pub fn map<T: 'static>(self, f: impl FnOnce(R) -> T + 'static) -> Outcome<T> {
         match self {
             Outcome::Ready(r) => Outcome::Ready(f(r)),
             Outcome::Later(later) => Outcome::Later(Box::pin(async move { later.await.map(f) })),

@@ -17,6 +17,7 @@ use super::{Ctx, Outcome, Versions};
 use crate::error::{self, KafkaResult, ResponseError};
 use crate::metadata::PARTITION_LEADER_EPOCH;
 use crate::protocol::strings::topic_name;
+use crate::security::acl::{AclOperation, ResourceType};
 use crate::shard::DataRequest;
 
 /// v0-1 left Kafka in 4.0 (KIP-896).
@@ -57,19 +58,26 @@ pub fn epoch_end_offset(
 }
 
 /// Answers every partition: UNKNOWN_TOPIC_OR_PARTITION for one the catalog lacks,
-/// the owner's NOT_LEADER_OR_FOLLOWER, or [`epoch_end_offset`] on its offsets.
+/// the owner's NOT_LEADER_OR_FOLLOWER, or [`epoch_end_offset`] on its offsets. With the
+/// authorizer on, a connection with neither CLUSTER_ACTION on the cluster nor DESCRIBE
+/// on a topic gets TOPIC_AUTHORIZATION_FAILED for its partitions (Kafka's
+/// `handleOffsetForLeaderEpochRequest`), whether the topic exists or not.
 pub async fn handle(
     ctx: &Ctx,
     request: OffsetForLeaderEpochRequest,
 ) -> Outcome<OffsetForLeaderEpochResponse> {
     let catalog = ctx.shard.catalog();
+    let replica = ctx.authorize_cluster(AclOperation::ClusterAction);
     type Pending = Result<oneshot::Receiver<KafkaResult<(i64, i64)>>, ResponseError>;
     let mut pending: Vec<Vec<(i32, i32, i32, Pending)>> = Vec::with_capacity(request.topics.len());
     for t in &request.topics {
         let mut parts = Vec::with_capacity(t.partitions.len());
+        let authorized =
+            replica || ctx.authorize(AclOperation::Describe, ResourceType::Topic, t.topic.as_str());
         for p in &t.partitions {
             // `__consumer_offsets` included: its owner answers from the group log.
             let entry = match catalog.owner(t.topic.as_str(), p.partition) {
+                _ if !authorized => Err(ResponseError::TopicAuthorizationFailed),
                 None => Err(ResponseError::UnknownTopicOrPartition),
                 Some(owner) => {
                     let (tx, rx) = oneshot::channel();

@@ -299,3 +299,170 @@ fn principals_get_exactly_what_their_acls_grant() {
         assert_eq!(d.filter_results[0].error_code, ResponseError::InvalidRequest.code());
     });
 }
+
+/// The cluster-level admin APIs and the per-topic checks of OffsetForLeaderEpoch,
+/// DescribeTopicPartitions and ConsumerGroupHeartbeat: bob (no ACLs) is
+/// refused exactly as Kafka refuses him; the admin (a super user) is answered.
+#[test]
+fn admin_apis_and_topic_checks_refuse_a_user_without_acls() {
+    use kafka_protocol::messages::alter_partition_reassignments_request::{
+        ReassignablePartition, ReassignableTopic,
+    };
+    use kafka_protocol::messages::describe_topic_partitions_request::TopicRequest;
+    use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
+    use kafka_protocol::messages::offset_for_leader_epoch_request::{
+        OffsetForLeaderPartition, OffsetForLeaderTopic,
+    };
+    with_shard_flags(&["--authorizer", "--super-users", "User:admin"], |shard| async move {
+        let topic = CreatableTopic::default()
+            .with_name(TopicName(s("t")))
+            .with_num_partitions(1)
+            .with_replication_factor(1);
+        let create = CreateTopicsRequest::default().with_topics(vec![topic]);
+        ask(&shard, "admin", ApiKey::CreateTopics, 7, RequestKind::CreateTopics(create)).await;
+        let cluster_denied = ResponseError::ClusterAuthorizationFailed.code();
+        let topic_denied = ResponseError::TopicAuthorizationFailed.code();
+
+        for (user, want) in [("bob", cluster_denied), ("admin", 0)] {
+            let r = ask(
+                &shard,
+                user,
+                ApiKey::DescribeLogDirs,
+                4,
+                RequestKind::DescribeLogDirs(Default::default()),
+            )
+            .await;
+            let ResponseKind::DescribeLogDirs(r) = r else { panic!() };
+            assert_eq!((r.error_code, r.results.len()), (want, usize::from(want == 0)), "{user}");
+
+            let r = ask(
+                &shard,
+                user,
+                ApiKey::DescribeQuorum,
+                2,
+                RequestKind::DescribeQuorum(Default::default()),
+            )
+            .await;
+            let ResponseKind::DescribeQuorum(r) = r else { panic!() };
+            // The admin's empty request names no partition of the metadata topic.
+            assert_eq!(r.error_code == cluster_denied, want != 0, "{user}");
+
+            let list = ListPartitionReassignmentsRequest::default();
+            let r = ask(
+                &shard,
+                user,
+                ApiKey::ListPartitionReassignments,
+                0,
+                RequestKind::ListPartitionReassignments(list),
+            )
+            .await;
+            let ResponseKind::ListPartitionReassignments(r) = r else { panic!() };
+            assert_eq!(r.error_code, want, "{user}");
+
+            let partition = ReassignablePartition::default()
+                .with_partition_index(0)
+                .with_replicas(Some(vec![BrokerId(shard.config.node_id)]));
+            let alter = AlterPartitionReassignmentsRequest::default().with_topics(vec![
+                ReassignableTopic::default()
+                    .with_name(TopicName(s("t")))
+                    .with_partitions(vec![partition]),
+            ]);
+            let r = ask(
+                &shard,
+                user,
+                ApiKey::AlterPartitionReassignments,
+                0,
+                RequestKind::AlterPartitionReassignments(alter),
+            )
+            .await;
+            let ResponseKind::AlterPartitionReassignments(r) = r else { panic!() };
+            assert_eq!(
+                (r.error_code, r.responses[0].partitions[0].error_code),
+                (want, want),
+                "{user}"
+            );
+
+            let elect = ElectLeadersRequest::default().with_topic_partitions(Some(vec![
+                TopicPartitions::default().with_topic(TopicName(s("t"))).with_partitions(vec![0]),
+            ]));
+            let r =
+                ask(&shard, user, ApiKey::ElectLeaders, 2, RequestKind::ElectLeaders(elect)).await;
+            let ResponseKind::ElectLeaders(r) = r else { panic!() };
+            let partition_error = r.replica_election_results[0].partition_result[0].error_code;
+            let not_needed = ResponseError::ElectionNotNeeded.code();
+            assert_eq!(
+                (r.error_code, partition_error),
+                (want, if want == 0 { not_needed } else { want }),
+                "{user}"
+            );
+        }
+
+        let want_topic = |user: &str| if user == "bob" { topic_denied } else { 0 };
+        for user in ["bob", "admin"] {
+            let epoch = OffsetForLeaderEpochRequest::default().with_topics(vec![
+                OffsetForLeaderTopic::default().with_topic(TopicName(s("t"))).with_partitions(
+                    vec![OffsetForLeaderPartition::default()
+                        .with_partition(0)
+                        .with_leader_epoch(0)],
+                ),
+            ]);
+            let r = ask(
+                &shard,
+                user,
+                ApiKey::OffsetForLeaderEpoch,
+                4,
+                RequestKind::OffsetForLeaderEpoch(epoch),
+            )
+            .await;
+            let ResponseKind::OffsetForLeaderEpoch(r) = r else { panic!() };
+            let p = &r.topics[0].partitions[0];
+            let want_offset = if user == "bob" { -1 } else { 0 };
+            assert_eq!((p.error_code, p.end_offset), (want_topic(user), want_offset), "{user}");
+
+            let describe = DescribeTopicPartitionsRequest::default()
+                .with_topics(vec![TopicRequest::default().with_name(TopicName(s("t")))])
+                .with_response_partition_limit(10);
+            let r = ask(
+                &shard,
+                user,
+                ApiKey::DescribeTopicPartitions,
+                0,
+                RequestKind::DescribeTopicPartitions(describe),
+            )
+            .await;
+            let ResponseKind::DescribeTopicPartitions(r) = r else { panic!() };
+            assert_eq!(
+                (r.topics[0].error_code, r.topics[0].partitions.len()),
+                (want_topic(user), usize::from(user == "admin"))
+            );
+        }
+
+        // bob may read group g, but not see t.
+        let read_group = AclCreation::default()
+            .with_resource_type(3)
+            .with_resource_name(s("g"))
+            .with_resource_pattern_type(3)
+            .with_principal(s("User:bob"))
+            .with_host(s("*"))
+            .with_operation(3)
+            .with_permission_type(3);
+        let acls = CreateAclsRequest::default().with_creations(vec![read_group]);
+        ask(&shard, "admin", ApiKey::CreateAcls, 3, RequestKind::CreateAcls(acls)).await;
+        let heartbeat = ConsumerGroupHeartbeatRequest::default()
+            .with_group_id(GroupId(s("g")))
+            .with_member_epoch(0)
+            .with_rebalance_timeout_ms(30_000)
+            .with_subscribed_topic_names(Some(vec![TopicName(s("t"))]))
+            .with_topic_partitions(Some(Vec::new()));
+        let r = ask(
+            &shard,
+            "bob",
+            ApiKey::ConsumerGroupHeartbeat,
+            0,
+            RequestKind::ConsumerGroupHeartbeat(heartbeat),
+        )
+        .await;
+        let ResponseKind::ConsumerGroupHeartbeat(r) = r else { panic!() };
+        assert_eq!(r.error_code, topic_denied);
+    });
+}
