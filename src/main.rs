@@ -81,6 +81,14 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // Read and checked now: a bad keystore stops the start.
+    let tls = match config.tls() {
+        Ok(tls) => tls,
+        Err(e) => {
+            tracing::error!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
     // One broker per listen address: with SO_REUSEPORT a second one would bind it too
     // and silently take half the connections. Held until the process exits.
     let mut _listen_locks = Vec::new();
@@ -178,6 +186,7 @@ fn main() -> ExitCode {
                 limits: limits.clone(),
                 listeners: listeners.clone(),
                 security: security.clone(),
+                tls: tls.clone(),
                 nr_shards,
             })
         })
@@ -236,6 +245,7 @@ struct Lifecycle {
     limits: Arc<ConnectionLimits>,
     listeners: Arc<Vec<Listener>>,
     security: Arc<SaslConfig>,
+    tls: Option<Arc<rustls::ServerConfig>>,
     nr_shards: usize,
 }
 
@@ -251,6 +261,7 @@ async fn run_shard(life: Lifecycle) -> Result<(), String> {
         limits,
         listeners,
         security,
+        tls,
         nr_shards,
     } = life;
     let (senders, receivers) =
@@ -259,7 +270,7 @@ async fn run_shard(life: Lifecycle) -> Result<(), String> {
     // From here the watchdog sees this shard run (before, its slot counts from the
     // start, so a shard that never gets here is reported too).
     glommio::spawn_local(shardlog::watchdog::beat(heartbeats.clone(), id)).detach();
-    let life = Started { config, shutdown, startup, limits, listeners, security, nr_shards };
+    let life = Started { config, shutdown, startup, limits, listeners, security, tls, nr_shards };
     let result = run_started_shard(life, id, senders, receivers).await;
     heartbeats.done(id);
     result
@@ -273,6 +284,7 @@ struct Started {
     limits: Arc<ConnectionLimits>,
     listeners: Arc<Vec<Listener>>,
     security: Arc<SaslConfig>,
+    tls: Option<Arc<rustls::ServerConfig>>,
     nr_shards: usize,
 }
 
@@ -283,7 +295,7 @@ async fn run_started_shard(
     senders: glommio::channels::channel_mesh::Senders<ShardMessage>,
     receivers: glommio::channels::channel_mesh::Receivers<ShardMessage>,
 ) -> Result<(), String> {
-    let Started { config, shutdown, startup, limits, listeners, security, nr_shards } = life;
+    let Started { config, shutdown, startup, limits, listeners, security, tls, nr_shards } = life;
     // The metrics endpoint answers /healthz (and /readyz: 503) during recovery too.
     let endpoint = (id == shardlog::shard::CONTROL_SHARD)
         .then(|| start_metrics_endpoint(&config, nr_shards, &startup, &shutdown))
@@ -307,7 +319,11 @@ async fn run_started_shard(
         let mut bound = Vec::new();
         for listener in listeners.iter() {
             match TcpListener::bind(listener.bind) {
-                Ok(socket) => bound.push(Bound { socket, listener: Rc::new(listener.clone()) }),
+                Ok(socket) => bound.push(Bound {
+                    socket,
+                    listener: Rc::new(listener.clone()),
+                    tls: listener.protocol.is_tls().then(|| tls.clone()).flatten(),
+                }),
                 Err(e) => {
                     shutdown.request();
                     failure = Some(format!("shard {id}: cannot listen on {}: {e}", listener.bind));
