@@ -160,7 +160,9 @@ impl AsyncWrite for Half {
 }
 
 /// Writes every byte of `parts`, in order, with as few `sendmsg` calls as the socket
-/// allows (see [`Half::poll_write_vectored`]). Errors: the socket's, or `TimedOut`
+/// allows (see [`Half::poll_write_vectored`]); over TLS the parts are encrypted
+/// together (records of up to 16 KiB span parts) and every record is sent before this
+/// returns. Errors: the socket's, or `TimedOut`
 /// when the peer took nothing for `stall` (its receive window stayed full: a client
 /// that stopped reading its responses); `stall` zero waits forever.
 pub async fn write_all_parts(
@@ -168,11 +170,14 @@ pub async fn write_all_parts(
     parts: &[bytes::Bytes],
     stall: std::time::Duration,
 ) -> io::Result<()> {
+    let tls = half.is_tls();
+    // TLS takes every part at once, so that small parts share records.
+    let most = if tls { parts.len().max(1) } else { MAX_IOVECS };
     let mut index = 0; // first part not wholly written
     let mut offset = 0; // bytes of parts[index] already written
     while index < parts.len() {
         let slices: Vec<IoSlice<'_>> = std::iter::once(IoSlice::new(&parts[index][offset..]))
-            .chain(parts[index + 1..].iter().take(MAX_IOVECS - 1).map(|p| IoSlice::new(p)))
+            .chain(parts[index + 1..].iter().take(most - 1).map(|p| IoSlice::new(p)))
             .collect();
         let write = futures_lite::AsyncWriteExt::write_vectored(half, &slices);
         let mut written = stalling(write, stall).await?;
@@ -186,7 +191,7 @@ pub async fn write_all_parts(
         }
         offset += written;
     }
-    if half.is_tls() {
+    if tls {
         // The last records encrypted are still queued.
         stalling(futures_lite::AsyncWriteExt::flush(half), stall).await?;
     }
