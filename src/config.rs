@@ -75,7 +75,7 @@ pub struct Config {
     #[arg(long, env = "SHARDLOG_ADVERTISED_LISTENERS")]
     pub advertised_listeners: Option<String>,
 
-    /// SASL mechanisms offered on SASL_PLAINTEXT listeners, comma-separated (Kafka
+    /// SASL mechanisms offered on SASL_PLAINTEXT and SASL_SSL listeners, comma-separated (Kafka
     /// `sasl.enabled.mechanisms`; Kafka's default is GSSAPI, which shardlog does not
     /// implement): PLAIN, SCRAM-SHA-256, SCRAM-SHA-512.
     #[arg(
