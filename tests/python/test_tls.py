@@ -148,10 +148,13 @@ def test_librdkafka_produces_and_consumes_exact_records_over_ssl(tls_broker):
     assert sorted(consume_all({"bootstrap.servers": b.bootstrap}, topic, len(pairs))) == sorted(pairs)
 
 
-def test_metadata_advertises_the_ssl_listener_to_ssl_clients(tls_broker):
+def test_metadata_and_describe_cluster_advertise_the_ssl_listener_to_ssl_clients(tls_broker):
     b = tls_broker("--advertised-listeners", "SSL://localhost:{ssl_port}")
-    md = AdminClient(ssl_conf(b)).list_topics(timeout=15)
+    admin = AdminClient(ssl_conf(b))
+    md = admin.list_topics(timeout=15)
     assert [(br.host, br.port) for br in md.brokers.values()] == [("localhost", b.ssl_port)]
+    cluster = admin.describe_cluster(request_timeout=15).result(15)
+    assert [(n.host, n.port) for n in cluster.nodes] == [("localhost", b.ssl_port)]
     md = AdminClient({"bootstrap.servers": b.bootstrap}).list_topics(timeout=15)
     assert [(br.host, br.port) for br in md.brokers.values()] == [("127.0.0.1", b.port)]
     # The coordinator an SSL client is sent to is the SSL listener too: a consumer group
