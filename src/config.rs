@@ -111,11 +111,11 @@ pub struct Config {
     #[arg(long, env = "SHARDLOG_SSL_TRUSTSTORE_LOCATION")]
     pub ssl_truststore_location: Option<PathBuf>,
 
-    /// Whether SSL and SASL_SSL listeners ask clients for a certificate (Kafka
-    /// `ssl.client.auth`): none, requested (a client without one is `User:ANONYMOUS`)
-    /// or required (a client without a verified one fails the handshake). On SSL the
-    /// principal is `User:` and the certificate's subject (RFC 2253, e.g.
-    /// `User:CN=alice,OU=eng,O=acme`).
+    /// Whether SSL listeners ask clients for a certificate (Kafka `ssl.client.auth`):
+    /// none, requested (a client without one is `User:ANONYMOUS`) or required (a client
+    /// without a verified one fails the handshake). The principal is `User:` and the
+    /// certificate's subject (RFC 2253, e.g. `User:CN=alice,OU=eng,O=acme`). SASL_SSL
+    /// listeners never ask (as Kafka applies its broker-wide setting to SSL only).
     #[arg(long, env = "SHARDLOG_SSL_CLIENT_AUTH", value_enum, default_value = "none")]
     pub ssl_client_auth: crate::security::tls::ClientAuth,
 
@@ -647,9 +647,9 @@ impl Config {
         resolve(&specs, advertised.as_deref())
     }
 
-    /// The TLS configuration every SSL and SASL_SSL connection shares, read from the
+    /// The TLS configurations SSL and SASL_SSL connections share, read from the
     /// `--ssl-*` files; `None` when no listener uses TLS. Errors name the bad flag.
-    pub fn tls(&self) -> Result<Option<std::sync::Arc<rustls::ServerConfig>>, String> {
+    pub fn tls(&self) -> Result<Option<crate::security::tls::TlsServers>, String> {
         if !self.listeners()?.iter().any(|l| l.protocol.is_tls()) {
             return Ok(None);
         }
@@ -661,7 +661,7 @@ impl Config {
             truststore: self.ssl_truststore_location.as_deref(),
             client_auth: self.ssl_client_auth,
         };
-        crate::security::tls::server_config(files).map(Some)
+        crate::security::tls::TlsServers::load(files).map(Some)
     }
 
     /// The `host:port` clients are told to connect to.

@@ -15,9 +15,10 @@ use nix::sys::signal::{SigSet, Signal};
 use shardlog::config::{Config, LogFormat};
 use shardlog::net::limits::ConnectionLimits;
 use shardlog::net::listener::Bound;
-use shardlog::net::listeners::Listener;
+use shardlog::net::listeners::{Listener, SecurityProtocol};
 use shardlog::security::plain::PlainUsers;
 use shardlog::security::sasl::{Mechanism, SaslConfig};
+use shardlog::security::tls::{ClientAuth, TlsServers};
 use shardlog::shard::{serve::serve_mesh, Shard, ShardMessage};
 use shardlog::shutdown::{Shutdown, Startup};
 use shardlog::watchdog::{Heartbeats, Thresholds};
@@ -83,12 +84,19 @@ fn main() -> ExitCode {
     };
     // Read and checked now: a bad keystore stops the start.
     let tls = match config.tls() {
-        Ok(tls) => tls,
+        Ok(tls) => tls.map(Arc::new),
         Err(e) => {
             tracing::error!("{e}");
             return ExitCode::FAILURE;
         }
     };
+    let sasl_ssl = listeners.iter().any(|l| l.protocol == SecurityProtocol::SaslSsl);
+    if sasl_ssl && config.ssl_client_auth != ClientAuth::None {
+        tracing::warn!(
+            "--ssl-client-auth applies to SSL listeners only (as Kafka's broker-wide \
+             ssl.client.auth); SASL_SSL listeners do not ask for client certificates"
+        );
+    }
     // One broker per listen address: with SO_REUSEPORT a second one would bind it too
     // and silently take half the connections. Held until the process exits.
     let mut _listen_locks = Vec::new();
@@ -245,7 +253,7 @@ struct Lifecycle {
     limits: Arc<ConnectionLimits>,
     listeners: Arc<Vec<Listener>>,
     security: Arc<SaslConfig>,
-    tls: Option<Arc<rustls::ServerConfig>>,
+    tls: Option<Arc<TlsServers>>,
     nr_shards: usize,
 }
 
@@ -284,7 +292,7 @@ struct Started {
     limits: Arc<ConnectionLimits>,
     listeners: Arc<Vec<Listener>>,
     security: Arc<SaslConfig>,
-    tls: Option<Arc<rustls::ServerConfig>>,
+    tls: Option<Arc<TlsServers>>,
     nr_shards: usize,
 }
 
@@ -322,7 +330,7 @@ async fn run_started_shard(
                 Ok(socket) => bound.push(Bound {
                     socket,
                     listener: Rc::new(listener.clone()),
-                    tls: listener.protocol.is_tls().then(|| tls.clone()).flatten(),
+                    tls: tls.as_ref().and_then(|t| t.for_protocol(listener.protocol)),
                 }),
                 Err(e) => {
                     shutdown.request();

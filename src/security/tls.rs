@@ -10,7 +10,7 @@
 //! | --- | --- | --- |
 //! | `--ssl-keystore-location` | `ssl.keystore.location` | the private key (PKCS#8, PKCS#1 or SEC1, not encrypted) and the certificate chain, leaf first |
 //! | `--ssl-truststore-location` | `ssl.truststore.location` | the CA certificates that sign client certificates |
-//! | `--ssl-client-auth` | `ssl.client.auth` | `none`, `requested` or `required` |
+//! | `--ssl-client-auth` | `ssl.client.auth` | `none`, `requested` or `required`, for SSL listeners (SASL_SSL ones never ask, as in Kafka without a listener-prefixed setting) |
 //!
 //! Differences from Kafka: an encrypted key (`ssl.key.password`) is refused; client
 //! authentication needs `--ssl-truststore-location` (Kafka would fall back to the
@@ -26,8 +26,10 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
 use super::KafkaPrincipal;
+use crate::net::listeners::SecurityProtocol;
 
-/// Whether SSL listeners ask clients for a certificate (Kafka `ssl.client.auth`).
+/// Whether SSL listeners ask clients for a certificate (Kafka `ssl.client.auth`;
+/// SASL_SSL listeners never do, [`TlsServers`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ClientAuth {
     /// No client certificate is asked for: the principal is `User:ANONYMOUS` on SSL.
@@ -46,6 +48,38 @@ impl ClientAuth {
             ClientAuth::None => "none",
             ClientAuth::Requested => "requested",
             ClientAuth::Required => "required",
+        }
+    }
+}
+
+/// The server configurations of the TLS listeners, built once at start-up and shared by
+/// every shard: SSL listeners ask for client certificates as `--ssl-client-auth` says;
+/// SASL_SSL listeners never do (Kafka applies a broker-wide `ssl.client.auth` to SSL
+/// listeners only, KIP-684; SASL decides the principal there).
+#[derive(Debug, Clone)]
+pub struct TlsServers {
+    pub ssl: Arc<ServerConfig>,
+    pub sasl_ssl: Arc<ServerConfig>,
+}
+
+impl TlsServers {
+    /// Reads the files and builds both configurations (see [`server_config`]).
+    pub fn load(files: TlsFiles<'_>) -> Result<Self, String> {
+        let ssl = server_config(files)?;
+        let sasl_ssl = if files.client_auth == ClientAuth::None {
+            ssl.clone()
+        } else {
+            server_config(TlsFiles { client_auth: ClientAuth::None, ..files })?
+        };
+        Ok(TlsServers { ssl, sasl_ssl })
+    }
+
+    /// The configuration of a listener of `protocol`; `None` for the plain ones.
+    pub fn for_protocol(&self, protocol: SecurityProtocol) -> Option<Arc<ServerConfig>> {
+        match protocol {
+            SecurityProtocol::Ssl => Some(self.ssl.clone()),
+            SecurityProtocol::SaslSsl => Some(self.sasl_ssl.clone()),
+            SecurityProtocol::Plaintext | SecurityProtocol::SaslPlaintext => None,
         }
     }
 }
@@ -245,6 +279,29 @@ mod tests {
         assert!(server_config(trusted).is_ok());
         let requested = TlsFiles { client_auth: ClientAuth::Requested, ..trusted };
         assert!(server_config(requested).is_ok());
+    }
+
+    /// Kafka (KIP-684): the broker-wide `ssl.client.auth` is for SSL listeners only.
+    #[test]
+    fn sasl_ssl_listeners_never_ask_for_a_client_certificate() {
+        let keystore = good_keystore();
+        let required = TlsFiles {
+            keystore: &keystore,
+            truststore: Some(&keystore),
+            client_auth: ClientAuth::Required,
+        };
+        // (test_tls.py's required-certificate test shows a SASL_SSL client without one
+        // logging in.)
+        let servers = TlsServers::load(required).unwrap();
+        let ssl = servers.for_protocol(SecurityProtocol::Ssl).unwrap();
+        let sasl_ssl = servers.for_protocol(SecurityProtocol::SaslSsl).unwrap();
+        assert!(!Arc::ptr_eq(&ssl, &sasl_ssl));
+        assert!(servers.for_protocol(SecurityProtocol::Plaintext).is_none());
+        assert!(servers.for_protocol(SecurityProtocol::SaslPlaintext).is_none());
+        // Without client authentication both are the one configuration.
+        let none =
+            TlsServers::load(TlsFiles { client_auth: ClientAuth::None, ..required }).unwrap();
+        assert!(Arc::ptr_eq(&none.ssl, &none.sasl_ssl));
     }
 
     /// A PEM block of `label` around `der`.

@@ -300,6 +300,14 @@ def test_required_client_certificates_name_the_principal_the_acls_see(tls_broker
                 raise ConnectionError("closed")
     # The broker still serves everyone else.
     assert produce("alice", "alice-t") is None
+    # SASL_SSL listeners ask for no certificate (Kafka applies the broker-wide
+    # ssl.client.auth to SSL listeners only): PLAIN's User:alice, without a certificate,
+    # connects, and has no ACL (the certificate's principal is another one).
+    sasl = {"bootstrap.servers": b.sasl_ssl_bootstrap, "security.protocol": "SASL_SSL",
+            "ssl.ca.location": str(b.pki["ca"]), "sasl.mechanism": "PLAIN",
+            "sasl.username": "alice", "sasl.password": "alice-secret"}
+    seen = AdminClient(sasl).list_topics(timeout=15).topics
+    assert "alice-t" not in seen and "bob-t" not in seen
 
 
 def test_requested_client_certificates_are_optional(tls_broker):
@@ -314,6 +322,19 @@ def test_requested_client_certificates_are_optional(tls_broker):
     p.produce("req-t", b"v", on_delivery=lambda err, msg: errors.append(err))
     p.flush(15)
     assert [e.code() for e in errors] == [KafkaError.TOPIC_AUTHORIZATION_FAILED]
+
+
+def test_tls_1_2_and_1_3_clients_are_both_served(tls_broker):
+    b = tls_broker()
+    for version in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
+        ctx = tls_context(b)
+        ctx.minimum_version = ctx.maximum_version = version
+        with ctx.wrap_socket(socket.create_connection(("127.0.0.1", b.ssl_port), timeout=10),
+                             server_hostname="localhost") as s:
+            assert s.version() == {ssl.TLSVersion.TLSv1_2: "TLSv1.2", ssl.TLSVersion.TLSv1_3: "TLSv1.3"}[version]
+            # Two pipelined requests in one write, answered in order.
+            s.sendall(api_versions_frame(21) + api_versions_frame(22))
+            assert [Reader(recv_frame(s)).i32() for _ in range(2)] == [21, 22]
 
 
 def test_wrong_protocol_clients_are_closed_and_the_broker_keeps_serving(tls_broker):
