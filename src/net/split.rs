@@ -47,9 +47,10 @@ impl Half {
     }
 
     /// Reads into `spare` (uninitialised memory, e.g. a `BytesMut`'s spare capacity) and
-    /// returns how many bytes were written to its front, 0 at end of stream. One
+    /// returns how many bytes were written to its front, 0 at end of stream. Plain: one
     /// non-blocking `recv` straight into the buffer, so nothing has to be zero-filled
     /// first; when no data is ready, glommio's `poll_read` of one byte waits for it.
+    /// TLS: what the received ciphertext decrypts to ([`TlsStream::poll_read_uninit`]).
     pub fn poll_read_uninit(
         &mut self,
         cx: &mut Context<'_>,
