@@ -61,10 +61,10 @@ pub struct Config {
     pub advertised_listener: Option<String>,
 
     /// Listeners in Kafka's syntax (`listeners`): comma-separated
-    /// `PROTOCOL://host:port`, PROTOCOL one of PLAINTEXT and SASL_PLAINTEXT (SSL and
-    /// SASL_SSL parse but are refused: TLS is not built yet); an empty host binds every
-    /// interface. Each is bound on every shard (SO_REUSEPORT). Default: `--listen` as
-    /// the one PLAINTEXT listener.
+    /// `PROTOCOL://host:port`, PROTOCOL one of PLAINTEXT, SSL, SASL_PLAINTEXT and
+    /// SASL_SSL (SSL and SASL_SSL need --ssl-keystore-location); an empty host binds
+    /// every interface. Each is bound on every shard (SO_REUSEPORT). Default: `--listen`
+    /// as the one PLAINTEXT listener.
     #[arg(long, env = "SHARDLOG_LISTENERS")]
     pub listeners: Option<String>,
 
@@ -75,7 +75,7 @@ pub struct Config {
     #[arg(long, env = "SHARDLOG_ADVERTISED_LISTENERS")]
     pub advertised_listeners: Option<String>,
 
-    /// SASL mechanisms offered on SASL_PLAINTEXT listeners, comma-separated (Kafka
+    /// SASL mechanisms offered on SASL_PLAINTEXT and SASL_SSL listeners, comma-separated (Kafka
     /// `sasl.enabled.mechanisms`; Kafka's default is GSSAPI, which shardlog does not
     /// implement): PLAIN, SCRAM-SHA-256, SCRAM-SHA-512.
     #[arg(
@@ -97,6 +97,27 @@ pub struct Config {
     /// 0: sessions never expire.
     #[arg(long, env = "SHARDLOG_CONNECTIONS_MAX_REAUTH_MS", default_value_t = 0)]
     pub connections_max_reauth_ms: u64,
+
+    /// The TLS keystore of SSL and SASL_SSL listeners: one PEM file holding the private
+    /// key (PKCS#8, PKCS#1 or SEC1, unencrypted) and the certificate chain, leaf first
+    /// (Kafka `ssl.keystore.location` with `ssl.keystore.type=PEM`). Read once at
+    /// start-up; a bad file stops the start.
+    #[arg(long, env = "SHARDLOG_SSL_KEYSTORE_LOCATION")]
+    pub ssl_keystore_location: Option<PathBuf>,
+
+    /// The CA certificates (a PEM bundle) that client certificates must chain to on SSL
+    /// and SASL_SSL listeners (Kafka `ssl.truststore.location` with
+    /// `ssl.truststore.type=PEM`). Needed by --ssl-client-auth requested or required.
+    #[arg(long, env = "SHARDLOG_SSL_TRUSTSTORE_LOCATION")]
+    pub ssl_truststore_location: Option<PathBuf>,
+
+    /// Whether SSL listeners ask clients for a certificate (Kafka `ssl.client.auth`):
+    /// none, requested (a client without one is `User:ANONYMOUS`) or required (a client
+    /// without a verified one fails the handshake). The principal is `User:` and the
+    /// certificate's subject (RFC 2253, e.g. `User:CN=alice,OU=eng,O=acme`). SASL_SSL
+    /// listeners never ask (as Kafka applies its broker-wide setting to SSL only).
+    #[arg(long, env = "SHARDLOG_SSL_CLIENT_AUTH", value_enum, default_value = "none")]
+    pub ssl_client_auth: crate::security::tls::ClientAuth,
 
     /// Address of the metrics endpoint, served over HTTP by the control shard:
     /// `/metrics` (Prometheus text format), `/healthz` (the process is up) and
@@ -599,7 +620,7 @@ impl Config {
     /// (with `--advertised-listeners`), or else `--listen` as one PLAINTEXT listener
     /// advertising `--advertised-listener`. Errors name the bad flag value.
     pub fn listeners(&self) -> Result<Vec<Listener>, String> {
-        use crate::net::listeners::{check_supported, parse_listeners, resolve, SecurityProtocol};
+        use crate::net::listeners::{check_tls, parse_listeners, resolve, SecurityProtocol};
         let advertised = match &self.advertised_listeners {
             Some(text) => {
                 Some(parse_listeners(text).map_err(|e| format!("--advertised-listeners: {e}"))?)
@@ -621,8 +642,26 @@ impl Config {
             return Ok(vec![listener]);
         };
         let specs = parse_listeners(text).map_err(|e| format!("--listeners: {e}"))?;
-        check_supported(&specs).map_err(|e| format!("--listeners: {e}"))?;
+        check_tls(&specs, self.ssl_keystore_location.is_some())
+            .map_err(|e| format!("--listeners: {e}"))?;
         resolve(&specs, advertised.as_deref())
+    }
+
+    /// The TLS configurations SSL and SASL_SSL connections share, read from the
+    /// `--ssl-*` files; `None` when no listener uses TLS. Errors name the bad flag.
+    pub fn tls(&self) -> Result<Option<crate::security::tls::TlsServers>, String> {
+        if !self.listeners()?.iter().any(|l| l.protocol.is_tls()) {
+            return Ok(None);
+        }
+        let Some(keystore) = &self.ssl_keystore_location else {
+            return Err("SSL and SASL_SSL listeners need --ssl-keystore-location".into());
+        };
+        let files = crate::security::tls::TlsFiles {
+            keystore,
+            truststore: self.ssl_truststore_location.as_deref(),
+            client_auth: self.ssl_client_auth,
+        };
+        crate::security::tls::TlsServers::load(files).map(Some)
     }
 
     /// The `host:port` clients are told to connect to.
@@ -689,6 +728,42 @@ mod tests {
         assert!(parse(&["--metrics-listen", "localhost:x"]).is_err_and(|e| e.starts_with(
             "--metrics-listen must be host:port with an IP address or empty, got \"localhost:x\""
         )));
+    }
+
+    #[test]
+    fn tls_listeners_need_a_keystore_and_read_it_at_start_up() {
+        let config = |args: &[&str]| Config::parse_from(["shardlog"].iter().chain(args).copied());
+        let ssl = ["--listeners", "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0"];
+        assert_eq!(
+            config(&ssl).validate(),
+            Err("--listeners: listener SSL://127.0.0.1:0: SSL and SASL_SSL listeners need \
+                 --ssl-keystore-location (a PEM file with the private key and the certificate \
+                 chain)"
+                .into())
+        );
+        let keystore =
+            concat!(env!("CARGO_MANIFEST_DIR"), "/src/security/testdata/test-only-keystore.pem");
+        let with_keystore = config(&[ssl[0], ssl[1], "--ssl-keystore-location", keystore]);
+        assert_eq!(with_keystore.validate(), Ok(()));
+        assert!(with_keystore.tls().unwrap().is_some());
+        assert_eq!(with_keystore.ssl_client_auth, crate::security::tls::ClientAuth::None);
+        // No TLS listener: the files are not needed (nor read).
+        assert!(config(&["--ssl-keystore-location", "/nonexistent"]).tls().unwrap().is_none());
+        let bad = config(&[ssl[0], ssl[1], "--ssl-keystore-location", "/nonexistent/k.pem"]);
+        assert!(bad
+            .tls()
+            .unwrap_err()
+            .starts_with("--ssl-keystore-location /nonexistent/k.pem: cannot read:"));
+        let required = config(&[
+            ssl[0],
+            ssl[1],
+            "--ssl-keystore-location",
+            keystore,
+            "--ssl-client-auth",
+            "required",
+        ]);
+        assert_eq!(required.ssl_client_auth, crate::security::tls::ClientAuth::Required);
+        assert!(required.tls().unwrap_err().starts_with("--ssl-client-auth required needs"));
     }
 
     #[test]

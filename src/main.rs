@@ -15,9 +15,10 @@ use nix::sys::signal::{SigSet, Signal};
 use shardlog::config::{Config, LogFormat};
 use shardlog::net::limits::ConnectionLimits;
 use shardlog::net::listener::Bound;
-use shardlog::net::listeners::Listener;
+use shardlog::net::listeners::{Listener, SecurityProtocol};
 use shardlog::security::plain::PlainUsers;
 use shardlog::security::sasl::{Mechanism, SaslConfig};
+use shardlog::security::tls::{ClientAuth, TlsServers};
 use shardlog::shard::{serve::serve_mesh, Shard, ShardMessage};
 use shardlog::shutdown::{Shutdown, Startup};
 use shardlog::watchdog::{Heartbeats, Thresholds};
@@ -81,6 +82,21 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // Read and checked now: a bad keystore stops the start.
+    let tls = match config.tls() {
+        Ok(tls) => tls.map(Arc::new),
+        Err(e) => {
+            tracing::error!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let sasl_ssl = listeners.iter().any(|l| l.protocol == SecurityProtocol::SaslSsl);
+    if sasl_ssl && config.ssl_client_auth != ClientAuth::None {
+        tracing::warn!(
+            "--ssl-client-auth applies to SSL listeners only (as Kafka's broker-wide \
+             ssl.client.auth); SASL_SSL listeners do not ask for client certificates"
+        );
+    }
     // One broker per listen address: with SO_REUSEPORT a second one would bind it too
     // and silently take half the connections. Held until the process exits.
     let mut _listen_locks = Vec::new();
@@ -178,6 +194,7 @@ fn main() -> ExitCode {
                 limits: limits.clone(),
                 listeners: listeners.clone(),
                 security: security.clone(),
+                tls: tls.clone(),
                 nr_shards,
             })
         })
@@ -236,6 +253,7 @@ struct Lifecycle {
     limits: Arc<ConnectionLimits>,
     listeners: Arc<Vec<Listener>>,
     security: Arc<SaslConfig>,
+    tls: Option<Arc<TlsServers>>,
     nr_shards: usize,
 }
 
@@ -251,6 +269,7 @@ async fn run_shard(life: Lifecycle) -> Result<(), String> {
         limits,
         listeners,
         security,
+        tls,
         nr_shards,
     } = life;
     let (senders, receivers) =
@@ -259,7 +278,7 @@ async fn run_shard(life: Lifecycle) -> Result<(), String> {
     // From here the watchdog sees this shard run (before, its slot counts from the
     // start, so a shard that never gets here is reported too).
     glommio::spawn_local(shardlog::watchdog::beat(heartbeats.clone(), id)).detach();
-    let life = Started { config, shutdown, startup, limits, listeners, security, nr_shards };
+    let life = Started { config, shutdown, startup, limits, listeners, security, tls, nr_shards };
     let result = run_started_shard(life, id, senders, receivers).await;
     heartbeats.done(id);
     result
@@ -273,6 +292,7 @@ struct Started {
     limits: Arc<ConnectionLimits>,
     listeners: Arc<Vec<Listener>>,
     security: Arc<SaslConfig>,
+    tls: Option<Arc<TlsServers>>,
     nr_shards: usize,
 }
 
@@ -283,7 +303,7 @@ async fn run_started_shard(
     senders: glommio::channels::channel_mesh::Senders<ShardMessage>,
     receivers: glommio::channels::channel_mesh::Receivers<ShardMessage>,
 ) -> Result<(), String> {
-    let Started { config, shutdown, startup, limits, listeners, security, nr_shards } = life;
+    let Started { config, shutdown, startup, limits, listeners, security, tls, nr_shards } = life;
     // The metrics endpoint answers /healthz (and /readyz: 503) during recovery too.
     let endpoint = (id == shardlog::shard::CONTROL_SHARD)
         .then(|| start_metrics_endpoint(&config, nr_shards, &startup, &shutdown))
@@ -307,7 +327,11 @@ async fn run_started_shard(
         let mut bound = Vec::new();
         for listener in listeners.iter() {
             match TcpListener::bind(listener.bind) {
-                Ok(socket) => bound.push(Bound { socket, listener: Rc::new(listener.clone()) }),
+                Ok(socket) => bound.push(Bound {
+                    socket,
+                    listener: Rc::new(listener.clone()),
+                    tls: tls.as_ref().and_then(|t| t.for_protocol(listener.protocol)),
+                }),
                 Err(e) => {
                     shutdown.request();
                     failure = Some(format!("shard {id}: cannot listen on {}: {e}", listener.bind));

@@ -17,6 +17,7 @@ import uuid
 from typing import Optional
 
 from .common import CLK_TCK, JVM_PERF_OPTS, KAFKA_DIR, LIBS, ROOT, RUN, BenchError, say, tail
+from .tls import kafka_properties, shardlog_args
 
 BROKERS = ["kafka", "shardlog"]
 
@@ -91,6 +92,20 @@ class Broker:
         self.log = RUN / f"{self.name}.log"
         self.start_cmd: list[str] = []
         self.extra_cmds: list[str] = []
+        # An SSL listener beside the PLAINTEXT one when the run has TLS workloads
+        # (opts.certs, shardbench.tls): its port, 0 without.
+        self.ssl_port = 0
+
+    @property
+    def ssl_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.ssl_port}"
+
+    def pick_ssl_port(self):
+        self.ssl_port = 0
+        if getattr(self.opts, "certs", None) is not None:
+            self.ssl_port = free_port()
+            while self.ssl_port == self.port:
+                self.ssl_port = free_port()
 
     @property
     def bootstrap(self) -> str:
@@ -168,10 +183,12 @@ class Shardlog(Broker):
         self.metrics_port = free_port()
         while self.metrics_port == self.port:
             self.metrics_port = free_port()
+        self.pick_ssl_port()
+        ssl = shardlog_args(self.bootstrap, self.ssl_port, self.opts.certs) if self.ssl_port else []
         self.start_cmd = [*self.taskset(), str(self.opts.shardlog_bin), "--listen", self.bootstrap,
                           "--data-dir", str(self.dir / "data"), "--cores", str(self.opts.cores),
                           "--flush", self.opts.flush, "--metrics-listen", f"127.0.0.1:{self.metrics_port}",
-                          *getattr(self.opts, "shardlog_arg", [])]
+                          *ssl, *getattr(self.opts, "shardlog_arg", [])]
 
     def version(self) -> str:
         r = subprocess.run([str(self.opts.shardlog_bin), "--version"], capture_output=True, text=True)
@@ -188,6 +205,11 @@ class Kafka(Broker):
         props = (KAFKA_DIR / "server.properties").read_text()
         props = props.replace("@PORT@", str(self.port)).replace("@CONTROLLER_PORT@", str(cport)) \
             .replace("@LOG_DIR@", str(self.dir / "data"))
+        self.pick_ssl_port()
+        while self.ssl_port and self.ssl_port == cport:
+            self.pick_ssl_port()
+        if self.ssl_port:
+            props = kafka_properties(props, self.port, self.ssl_port, self.opts.certs)
         cfg = self.dir / "server.properties"
         cfg.write_text(props)
         cluster_id = uuid.uuid4().bytes

@@ -14,9 +14,10 @@ import sys
 from pathlib import Path
 
 from .brokers import BROKERS, Kafka, Shardlog
-from .common import CACHE, ROOT, RUN, Result, rel, say
+from .common import CACHE, ROOT, RUN, BenchError, Result, rel, say
 from .report import git_commit, make_chart, targets, write_report
-from .workloads import ALL_WORKLOADS, LIMIT_WORKLOADS, WORKLOADS, Bench
+from .tls import make_certs
+from .workloads import ALL_WORKLOADS, LIMIT_WORKLOADS, TLS_WORKLOADS, WORKLOADS, Bench
 
 DESCRIPTION = "shardlog vs Apache Kafka, same machine, same run, same clients (see shared PERF.md)."
 
@@ -90,6 +91,13 @@ def main(argv=None):
 
     RUN.mkdir(parents=True, exist_ok=True)
     git_commit()
+    # TLS workloads: one CA and server certificate for the run, read by both brokers.
+    opts.certs = None
+    if any(w in TLS_WORKLOADS for w in opts.workloads):
+        try:
+            opts.certs = make_certs(RUN / "tls")
+        except BenchError as e:  # the TLS workloads then fail alone, with this reason
+            say(f"TLS certificates not made: {e}")
 
     def on_term(signum, frame):
         say(f"received signal {signum} from outside; stopping the broker and writing what was measured")

@@ -151,6 +151,13 @@ def targets(bench: Bench) -> list[dict]:
     add("broker CPU-s per GB, produce-max (rdkafka)", "produce-max", "rdkafka", "cpu_per_gb", 0.5, "lower", "")
     add("broker CPU-s per GB, consume-max (rdkafka)", "consume-max", "rdkafka", "cpu_per_gb", 0.5, "lower", "")
     add("produce-rate p99 latency (java), ms", "produce-rate", "java", "p99", 0.5, "lower", "")
+    if "produce-max-tls" in bench.opts.workloads:
+        for client in ["java", "rdkafka"]:
+            add(f"produce-max over TLS throughput ({client}), MiB/s", "produce-max-tls", client, "mibps", 1.0,
+                "higher", "")
+        for client in ["java", "rdkafka"]:
+            add(f"broker CPU-s per GB, produce-max over TLS ({client})", "produce-max-tls", client, "cpu_per_gb",
+                0.5, "lower", "")
     if "produce-txn" in bench.opts.workloads:
         add("produce-txn throughput (java), MiB/s", "produce-txn", "java", "mibps", 1.0, "higher", "")
     return out
@@ -349,6 +356,13 @@ def write_report(bench: Bench, out_dir: Path, full: bool) -> Path:
     L.append("")
     desc = {
         "produce-max": "1 KiB records, unthrottled, acks=all, idempotence on (client default), topic of 4 partitions.",
+        "produce-max-tls": "produce-max (1 KiB records, unthrottled, acks=all, idempotence on, 4 partitions) "
+                           "through each broker's SSL listener: TLS 1.3 as the client and broker negotiate "
+                           "(shardlog: rustls with ring; Kafka: the JDK's provider), server certificate only "
+                           "(EC P-256, made with openssl for the run, `perf/cache/run/tls/`), no client "
+                           "certificate. Java: `security.protocol=SSL`, `ssl.truststore.type=PEM`; rdkafka: "
+                           "`security.protocol=ssl`, `ssl.ca.location`. Kafka's listener reads the same PEM "
+                           "keystore (`ssl.keystore.type=PEM`).",
         "produce-small": "100 B records, unthrottled, acks=all, idempotence on, 4 partitions.",
         "produce-rate": "1 KiB records at a fixed offered load: {rate}, acks=all, idempotence on, 4 partitions, "
                         "`kafka-producer-perf-test --throughput`. Latency is send-to-ack per record, in whole ms "

@@ -3,6 +3,8 @@ rate sets produce-rate's offered load), the broker is started fresh and every se
 workload runs against it:
 
   produce-max      1 KiB records, unthrottled, acks=all, idempotence on, 4 partitions
+  produce-max-tls  produce-max over an SSL listener (shardbench.tls: certificates made
+                   with openssl once per run; both brokers read the same PEM files)
   produce-small    100 B records, otherwise the same
   produce-rate     fixed offered load (half of Kafka's produce-max records/s): latency
   consume-max      read the produce-max topic back from offset 0
@@ -41,10 +43,13 @@ from .clients import (Proc, create_topic_cmd, java_consumer_cmd, java_producer_c
                       rdkafka_producer_cmd, run_cmd)
 from .common import MIB, RDPERF, ROOT, RUN, BenchError, Result, Ticker, fill_latency, rel, say, tail
 from .limits import LIMIT_WORKLOADS, LimitsMixin
+from .tls import java_client_props, rdkafka_client_args
 
-WORKLOADS = ["produce-max", "produce-small", "produce-rate", "consume-max", "produce-txn", "many-partitions",
+WORKLOADS = ["produce-max", "produce-max-tls", "produce-small", "produce-rate", "consume-max", "produce-txn", "many-partitions",
              "many-connections"]
 ALL_WORKLOADS = WORKLOADS + LIMIT_WORKLOADS
+# The workloads that need the brokers' SSL listener (and so the run's certificates).
+TLS_WORKLOADS = ["produce-max-tls"]
 
 
 # ---------------------------------------------------------------- the bench
@@ -141,17 +146,19 @@ class Bench(LimitsMixin):
                          f"{(last.out + last.err)[-1500:]}")
 
     # -- clients as one step -----------------------------------------------------------
-    def java_producer(self, broker, workload, topic, n, size, rate=-1, client="java", extra=()):
-        cmd = java_producer_cmd(broker.bootstrap, topic, n, size, rate=rate, extra=extra)
+    def java_producer(self, broker, workload, topic, n, size, rate=-1, client="java", extra=(), bootstrap=None):
+        cmd = java_producer_cmd(bootstrap or broker.bootstrap, topic, n, size, rate=rate, extra=extra)
         return self.step(broker, workload, client, cmd, parse_java_producer(size))
 
-    def rdkafka_producer(self, broker, workload, topic, n, size, rate=None, latency=False, client="rdkafka"):
+    def rdkafka_producer(self, broker, workload, topic, n, size, rate=None, latency=False, client="rdkafka",
+                         bootstrap=None, extra=()):
         lat = None
         if latency:
             lat = RUN / f"lat-{broker.name}-{workload}.txt"
             if lat.exists():
                 lat.unlink()
-        cmd = rdkafka_producer_cmd(broker.bootstrap, topic, n, size, rate=rate, latency_file=lat)
+        cmd = rdkafka_producer_cmd(bootstrap or broker.bootstrap, topic, n, size, rate=rate, latency_file=lat)
+        cmd += list(extra)
         return self.step(broker, workload, client, cmd, parse_rdkafka_producer(size, lat))
 
     # -- workloads -----------------------------------------------------------------
@@ -164,6 +171,19 @@ class Bench(LimitsMixin):
         self.rdkafka_producer(b, "produce-max", "bench-max", n, 1024)
         if getattr(b, "metrics_port", None):
             self.metrics_overhead(b, n)
+
+    def w_produce_max_tls(self, b: Broker):
+        """produce-max (same records, partitions, acks, clients) through the broker's SSL listener;
+        the topic is created through the PLAINTEXT one."""
+        certs = self.opts.certs
+        if not b.ssl_port or certs is None:
+            raise BenchError(f"{b.name} has no SSL listener (the certificates were not made)")
+        self.create_topic(b, "bench-max-tls", 4)
+        n = self.sizes["max_records"]
+        self.java_producer(b, "produce-max-tls", "bench-max-tls", n, 1024, bootstrap=b.ssl_bootstrap,
+                           extra=java_client_props(certs))
+        self.rdkafka_producer(b, "produce-max-tls", "bench-max-tls", n, 1024, bootstrap=b.ssl_bootstrap,
+                              extra=rdkafka_client_args(certs))
 
     def metrics_overhead(self, b: Broker, n: int):
         """The metrics endpoint's cost (issue 13): the produce-max Java producer four times more, on
@@ -440,7 +460,8 @@ class Bench(LimitsMixin):
             self.commands.append((f"{b.name}: storage format", rel(c)))
         say(f"    {b.name} up at {b.bootstrap}, pid {b.pid}, RSS {proc_status_kib(b.pid, 'VmRSS') / 1024:.0f} MiB")
         self.versions[b.name] = b.version()
-        fn = {"produce-max": self.w_produce_max, "produce-small": self.w_produce_small,
+        fn = {"produce-max": self.w_produce_max, "produce-max-tls": self.w_produce_max_tls,
+              "produce-small": self.w_produce_small,
               "produce-rate": self.w_produce_rate, "consume-max": self.w_consume_max,
               "produce-txn": self.w_produce_txn,
               "many-partitions": self.w_many_partitions, "many-connections": self.w_many_connections,

@@ -27,6 +27,10 @@ pub enum CloseReason {
     /// a failed authentication or an unsupported mechanism (after its answer), or a
     /// session past `--connections-max-reauth-ms` (KIP-368).
     Sasl,
+    /// On an SSL or SASL_SSL listener: the TLS handshake failed (not TLS, no common
+    /// version or cipher suite, a client certificate missing or not verified) or was
+    /// not completed within `--connections-max-idle-ms`.
+    TlsHandshake,
 }
 
 impl CloseReason {
@@ -41,6 +45,7 @@ impl CloseReason {
             CloseReason::TooManyConnectionsPerIp => "too_many_connections_per_ip",
             CloseReason::ProduceFailedWithoutAcks => "produce_failed_without_acks",
             CloseReason::Sasl => "sasl",
+            CloseReason::TlsHandshake => "tls_handshake",
         }
     }
 }

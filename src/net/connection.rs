@@ -28,7 +28,8 @@ use kafka_protocol::protocol::Encodable;
 use super::close::{closing, CloseReason};
 use super::limits::{ConnectionBudget, Reservation};
 use super::segments::Segments;
-use super::split::{write_all_parts, Half};
+use super::split::{write_all_parts, Half, Transport};
+use super::tls::TlsStream;
 use crate::crash::{Label, Labeled};
 use crate::handlers::{self, Ctx, Dispatched, Outcome};
 use crate::net::listeners::Listener;
@@ -142,11 +143,17 @@ pub struct Accepted {
     pub listener: Rc<Listener>,
     /// How SASL listeners authenticate.
     pub security: Arc<SaslConfig>,
+    /// On SSL and SASL_SSL listeners, the TLS configuration every shard shares.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// Serves one connection until the client closes it, it misbehaves, or `stop`
-/// resolves (shutdown: in-flight requests still get their responses). On a
-/// SASL_PLAINTEXT listener the SASL exchange ([`SaslSession`]) comes first.
+/// resolves (shutdown: in-flight requests still get their responses). On an SSL or
+/// SASL_SSL listener the TLS handshake comes first (a client that does not complete it
+/// within `--connections-max-idle-ms` is closed); on SSL the principal is then the
+/// client certificate's subject (`User:CN=...`, or `User:ANONYMOUS` without one). On a
+/// SASL_PLAINTEXT or SASL_SSL listener the SASL exchange ([`SaslSession`]) comes next
+/// and decides the principal.
 pub async fn serve(
     shard: Rc<Shard>,
     stream: TcpStream,
@@ -157,13 +164,26 @@ pub async fn serve(
     let _counted = CountedConnection::open();
     let _ = stream.set_nodelay(true);
     let peer = stream.peer_addr().ok();
-    let stream = Rc::new(RefCell::new(stream));
+    let max_idle = std::time::Duration::from_millis(shard.config.connections_max_idle_ms);
+    let transport = match &accepted.tls {
+        None => Transport::Plain(stream),
+        Some(config) => match tls_handshake(stream, config.clone(), peer, max_idle, &stop).await {
+            Some(tls) => Transport::Tls(Box::new(tls)),
+            None => return,
+        },
+    };
+    let principal = match &transport {
+        Transport::Tls(tls) if !accepted.listener.protocol.is_sasl() => {
+            crate::security::tls::principal(tls.peer_leaf_certificate())
+        }
+        _ => KafkaPrincipal::anonymous(),
+    };
+    let stream = Rc::new(RefCell::new(transport));
     let (tx, rx) = local_channel::new_bounded::<Queued>(MAX_IN_FLIGHT);
     let in_flight = Rc::new(InFlight::default());
     let writer_in_flight = in_flight.clone();
     let (done_tx, done_rx) = futures_channel::oneshot::channel::<()>();
     let writer = Half(stream.clone());
-    let max_idle = std::time::Duration::from_millis(shard.config.connections_max_idle_ms);
     let write_stall = std::time::Duration::from_millis(shard.config.response_write_stall_ms);
     glommio::spawn_local(async move {
         write_loop(writer, rx, peer, &writer_in_flight, write_stall).await;
@@ -181,7 +201,8 @@ pub async fn serve(
                 "closing idle connection"
             );
         };
-        let reading = read_loop(&shard, reader, tx, peer, &in_flight, &budget, &accepted);
+        let reading =
+            read_loop(&shard, reader, tx, peer, &in_flight, &budget, &accepted, principal);
         future::or(future::or(reading, idle), stop.requested()).await;
         // `tx` is gone: the writer drains what is queued, then ends.
         future::pending::<()>().await
@@ -194,10 +215,59 @@ pub async fn serve(
     // is normally ours alone; if a half still lives, dropping ours closes the socket
     // once that half ends.
     if let Ok(stream) = Rc::try_unwrap(stream) {
-        let _ = stream.into_inner().shutdown(std::net::Shutdown::Both).await;
+        let mut transport = stream.into_inner();
+        if let Transport::Tls(tls) = &mut transport {
+            tls.close_notify();
+        }
+        let _ = transport.tcp().shutdown(std::net::Shutdown::Both).await;
     }
 }
 
+/// Runs the TLS handshake of a new connection; `None` (logged) when it fails, the
+/// client stays silent for `max_idle` (when not zero), or shutdown comes first.
+async fn tls_handshake(
+    stream: TcpStream,
+    config: Arc<rustls::ServerConfig>,
+    peer: Option<SocketAddr>,
+    max_idle: std::time::Duration,
+    stop: &LocalStop,
+) -> Option<TlsStream> {
+    let mut tls = match TlsStream::new(stream, config) {
+        Ok(tls) => tls,
+        Err(e) => {
+            tracing::warn!(?peer, error = %e, "closing connection: TLS setup failed");
+            return None;
+        }
+    };
+    let timeout = async {
+        if max_idle.is_zero() {
+            future::pending::<()>().await
+        }
+        glommio::timer::sleep(max_idle).await;
+    };
+    let outcome = future::or(async { Some(tls.handshake().await) }, async {
+        future::or(timeout, stop.requested()).await;
+        None
+    })
+    .await;
+    match outcome {
+        Some(Ok(())) => Some(tls),
+        Some(Err(e)) => {
+            if closing(CloseReason::TlsHandshake) {
+                tracing::info!(?peer, error = %e, "closing connection: TLS handshake failed");
+            }
+            None
+        }
+        None => {
+            if closing(CloseReason::TlsHandshake) {
+                tracing::info!(?peer, "closing connection: TLS handshake not completed");
+            }
+            None
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)] // one connection's pieces, each used throughout
 async fn read_loop(
     shard: &Rc<Shard>,
     mut reader: Half,
@@ -206,13 +276,14 @@ async fn read_loop(
     in_flight: &InFlight,
     budget: &ConnectionBudget,
     accepted: &Accepted,
+    principal: KafkaPrincipal,
 ) {
     let max = shard.config.max_request_bytes;
     // Formatted once per connection, not per request.
     let client_host: Rc<str> = peer.map(|p| p.ip().to_string()).unwrap_or_default().into();
-    // Anonymous on PLAINTEXT; on SASL, who the exchange authenticated (nothing is
-    // dispatched before it did, except ApiVersions).
-    let mut principal = Rc::new(KafkaPrincipal::anonymous());
+    // Anonymous on PLAINTEXT; on SSL, the client certificate's; on SASL, who the
+    // exchange authenticated (nothing is dispatched before it did, except ApiVersions).
+    let mut principal = Rc::new(principal);
     let mut sasl = accepted.listener.protocol.is_sasl().then(SaslSession::new);
     let security = &accepted.security;
     let scram = |user: &str, mechanism| {

@@ -26,6 +26,8 @@ const FULL_POLL_MS: u64 = 20;
 pub struct Bound {
     pub socket: TcpListener,
     pub listener: Rc<Listener>,
+    /// On SSL and SASL_SSL listeners, the TLS configuration (shared by every shard).
+    pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
 }
 
 /// Accepts connections on every listener until `stop` resolves, then waits for every
@@ -95,7 +97,7 @@ impl Accepting {
     /// Accepts connections on `bound` until shutdown is requested.
     async fn run(self, bound: Bound) {
         let Accepting { shard, limits, security, stop, gate, budget } = self;
-        let Bound { socket: listener, listener: info } = bound;
+        let Bound { socket: listener, listener: info, tls } = bound;
         let local_stop = shard.stopping.clone();
         let mut failures = 0u32;
         let mut full_logged = false;
@@ -160,8 +162,11 @@ impl Accepting {
                     let shard = shard.clone();
                     let stop = local_stop.clone();
                     let budget = budget.connection();
-                    let listener =
-                        connection::Accepted { listener: info.clone(), security: security.clone() };
+                    let listener = connection::Accepted {
+                        listener: info.clone(),
+                        security: security.clone(),
+                        tls: tls.clone(),
+                    };
                     match gate.spawn(async move {
                         connection::serve(shard, stream, listener, budget, stop).await;
                         drop(admitted);

@@ -4,8 +4,8 @@
 //! names mapped to protocols by `listener.security.protocol.map`; shardlog does not
 //! (the listener's name is its protocol's name, Kafka's default map).
 //!
-//! Pure: parsing and validation only. `SSL` and `SASL_SSL` parse but are refused at
-//! start-up by [`check_supported`] (TLS is not built yet).
+//! Pure: parsing and validation only. `SSL` and `SASL_SSL` listeners need a keystore
+//! ([`check_tls`]).
 
 use std::net::{SocketAddr, ToSocketAddrs};
 
@@ -14,11 +14,11 @@ use std::net::{SocketAddr, ToSocketAddrs};
 pub enum SecurityProtocol {
     /// No TLS, no authentication: every connection is `User:ANONYMOUS`.
     Plaintext,
-    /// TLS (not built yet: refused at start-up).
+    /// TLS; with `--ssl-client-auth`, the client certificate names the principal.
     Ssl,
     /// SASL authentication (KIP-43, KIP-152) over plain TCP.
     SaslPlaintext,
-    /// SASL over TLS (not built yet: refused at start-up).
+    /// SASL over TLS.
     SaslSsl,
 }
 
@@ -38,6 +38,11 @@ impl SecurityProtocol {
         [Self::Plaintext, Self::Ssl, Self::SaslPlaintext, Self::SaslSsl]
             .into_iter()
             .find(|p| p.name().eq_ignore_ascii_case(name))
+    }
+
+    /// Whether connections are TLS (SSL, SASL_SSL).
+    pub fn is_tls(self) -> bool {
+        matches!(self, SecurityProtocol::Ssl | SecurityProtocol::SaslSsl)
     }
 
     /// Whether connections must authenticate with SASL before anything else.
@@ -116,17 +121,15 @@ pub fn parse_listeners(text: &str) -> Result<Vec<ListenerSpec>, String> {
     Ok(specs)
 }
 
-/// Refuses the protocols shardlog cannot serve yet (SSL, SASL_SSL).
-pub fn check_supported(specs: &[ListenerSpec]) -> Result<(), String> {
-    match specs
-        .iter()
-        .find(|s| matches!(s.protocol, SecurityProtocol::Ssl | SecurityProtocol::SaslSsl))
-    {
-        Some(s) => Err(format!(
-            "listener {s}: TLS is not built yet; SSL and SASL_SSL listeners are not \
-             supported (use PLAINTEXT or SASL_PLAINTEXT)"
+/// Refuses an SSL or SASL_SSL listener when there is no keystore
+/// (`--ssl-keystore-location`, Kafka `ssl.keystore.location`).
+pub fn check_tls(specs: &[ListenerSpec], has_keystore: bool) -> Result<(), String> {
+    match specs.iter().find(|s| s.protocol.is_tls()) {
+        Some(s) if !has_keystore => Err(format!(
+            "listener {s}: SSL and SASL_SSL listeners need --ssl-keystore-location (a PEM \
+             file with the private key and the certificate chain)"
         )),
-        None => Ok(()),
+        _ => Ok(()),
     }
 }
 
@@ -225,15 +228,21 @@ mod tests {
     }
 
     #[test]
-    fn tls_listeners_parse_but_are_refused() {
+    fn tls_listeners_need_a_keystore() {
         let specs = parse_listeners("PLAINTEXT://:1,SSL://:2").unwrap();
         assert_eq!(
-            check_supported(&specs),
-            Err("listener SSL://:2: TLS is not built yet; SSL and SASL_SSL listeners are not \
-                 supported (use PLAINTEXT or SASL_PLAINTEXT)"
+            check_tls(&specs, false),
+            Err("listener SSL://:2: SSL and SASL_SSL listeners need --ssl-keystore-location \
+                 (a PEM file with the private key and the certificate chain)"
                 .into())
         );
-        assert_eq!(check_supported(&parse_listeners("SASL_PLAINTEXT://:1").unwrap()), Ok(()));
+        assert_eq!(check_tls(&specs, true), Ok(()));
+        let sasl_ssl = parse_listeners("SASL_SSL://:3").unwrap();
+        assert!(check_tls(&sasl_ssl, false).unwrap_err().starts_with("listener SASL_SSL://:3:"));
+        assert_eq!(check_tls(&parse_listeners("SASL_PLAINTEXT://:1").unwrap(), false), Ok(()));
+        assert!(SecurityProtocol::SaslSsl.is_tls() && SecurityProtocol::SaslSsl.is_sasl());
+        assert!(SecurityProtocol::Ssl.is_tls() && !SecurityProtocol::Ssl.is_sasl());
+        assert!(!SecurityProtocol::SaslPlaintext.is_tls());
     }
 
     #[test]

@@ -9,3 +9,4 @@ pub mod listener;
 pub mod listeners;
 mod segments;
 mod split;
+pub mod tls;

@@ -1,12 +1,14 @@
-//! Read and write halves of one TCP stream, for the reader and writer of one
-//! connection on the same core. Each half borrows the stream only inside a single
-//! `poll_*` call, never across an `.await`.
+//! Read and write halves of one connection's [`Transport`] (plain TCP, or TLS over
+//! TCP), for the reader and writer of the connection on the same core. Each half
+//! borrows the transport only inside a single `poll_*` call, never across an `.await`.
+//! On plain TCP a read is one `recv` into the caller's buffer and a write one `sendmsg`
+//! of the response's parts; on TLS the same go through [`super::tls::TlsStream`].
 
 use std::cell::RefCell;
 use std::io;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 
 use std::io::IoSlice;
 use std::os::fd::AsRawFd;
@@ -15,25 +17,40 @@ use futures_lite::{AsyncRead, AsyncWrite};
 use glommio::net::TcpStream;
 use nix::sys::socket::{sendmsg, MsgFlags};
 
-/// One half of a stream shared by the two tasks of a connection (one core only).
-pub struct Half(pub Rc<RefCell<TcpStream>>);
+use super::tls::TlsStream;
 
-impl AsyncRead for Half {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut [u8],
-    ) -> Poll<io::Result<usize>> {
-        let mut s = self.0.borrow_mut();
-        Pin::new(&mut *s).poll_read(cx, buf)
+/// What a connection's bytes travel over.
+pub enum Transport {
+    /// PLAINTEXT and SASL_PLAINTEXT listeners.
+    Plain(TcpStream),
+    /// SSL and SASL_SSL listeners (boxed: the rustls state is large).
+    Tls(Box<TlsStream>),
+}
+
+impl Transport {
+    /// The TCP stream underneath.
+    pub fn tcp(&self) -> &TcpStream {
+        match self {
+            Transport::Plain(s) => s,
+            Transport::Tls(t) => t.tcp(),
+        }
     }
 }
 
+/// One half of a transport shared by the two tasks of a connection (one core only).
+pub struct Half(pub Rc<RefCell<Transport>>);
+
 impl Half {
+    /// Whether the transport is TLS.
+    pub fn is_tls(&self) -> bool {
+        matches!(&*self.0.borrow(), Transport::Tls(_))
+    }
+
     /// Reads into `spare` (uninitialised memory, e.g. a `BytesMut`'s spare capacity) and
-    /// returns how many bytes were written to its front, 0 at end of stream. One
+    /// returns how many bytes were written to its front, 0 at end of stream. Plain: one
     /// non-blocking `recv` straight into the buffer, so nothing has to be zero-filled
     /// first; when no data is ready, glommio's `poll_read` of one byte waits for it.
+    /// TLS: what the received ciphertext decrypts to ([`TlsStream::poll_read_uninit`]).
     pub fn poll_read_uninit(
         &mut self,
         cx: &mut Context<'_>,
@@ -42,7 +59,11 @@ impl Half {
         if spare.is_empty() {
             return Poll::Ready(Ok(0));
         }
-        let mut s = self.0.borrow_mut();
+        let mut t = self.0.borrow_mut();
+        let s = match &mut *t {
+            Transport::Plain(s) => s,
+            Transport::Tls(tls) => return tls.poll_read_uninit(cx, spare),
+        };
         let fd = s.as_raw_fd();
         // SAFETY: `recv` writes at most `spare.len()` bytes into memory we hold exclusively
         // (a `MaybeUninit` slice, which may be written through a raw pointer).
@@ -57,7 +78,7 @@ impl Half {
             return Poll::Ready(Err(e));
         }
         let mut one = [0u8; 1];
-        match Pin::new(&mut *s).poll_read(cx, &mut one) {
+        match Pin::new(s).poll_read(cx, &mut one) {
             Poll::Ready(Ok(1)) => {
                 spare[0].write(one[0]);
                 Poll::Ready(Ok(1))
@@ -88,40 +109,61 @@ impl AsyncWrite for Half {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let mut s = self.0.borrow_mut();
-        Pin::new(&mut *s).poll_write(cx, buf)
+        let mut t = self.0.borrow_mut();
+        match &mut *t {
+            Transport::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Transport::Tls(tls) => tls.poll_write_vectored(cx, &[IoSlice::new(buf)]),
+        }
     }
-    /// One non-blocking `sendmsg` of every slice (a response's header and its record
-    /// batches in one syscall, not one per piece); when the socket is full, falls back to
-    /// glommio's `poll_write` of the first non-empty slice, which waits for room.
+    /// Plain: one non-blocking `sendmsg` of every slice (a response's header and its
+    /// record batches in one syscall, not one per piece); when the socket is full, falls
+    /// back to glommio's `poll_write` of the first non-empty slice, which waits for
+    /// room. TLS: encrypts what fits in the send buffer (sent by the next write or
+    /// [`Half::poll_flush`]).
     fn poll_write_vectored(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         bufs: &[IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        let mut s = self.0.borrow_mut();
+        let mut t = self.0.borrow_mut();
+        let s = match &mut *t {
+            Transport::Plain(s) => s,
+            Transport::Tls(tls) => return tls.poll_write_vectored(cx, bufs),
+        };
         let fd = s.as_raw_fd();
         match sendmsg::<()>(fd, bufs, &[], MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL, None) {
             Ok(n) => Poll::Ready(Ok(n)),
             Err(nix::errno::Errno::EAGAIN) => {
                 let first = bufs.iter().find(|b| !b.is_empty()).map_or(&[][..], |b| &b[..]);
-                Pin::new(&mut *s).poll_write(cx, first)
+                Pin::new(s).poll_write(cx, first)
             }
             Err(e) => Poll::Ready(Err(e.into())),
         }
     }
+    /// Plain: nothing is buffered. TLS: sends every encrypted record.
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let mut s = self.0.borrow_mut();
-        Pin::new(&mut *s).poll_flush(cx)
+        let mut t = self.0.borrow_mut();
+        match &mut *t {
+            Transport::Plain(_) => Poll::Ready(Ok(())),
+            Transport::Tls(tls) => tls.poll_flush_tls(cx),
+        }
     }
     fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let mut s = self.0.borrow_mut();
-        Pin::new(&mut *s).poll_close(cx)
+        let mut t = self.0.borrow_mut();
+        match &mut *t {
+            Transport::Plain(s) => Pin::new(s).poll_close(cx),
+            Transport::Tls(tls) => {
+                ready!(tls.poll_flush_tls(cx))?;
+                Pin::new(tls.tcp_mut()).poll_close(cx)
+            }
+        }
     }
 }
 
 /// Writes every byte of `parts`, in order, with as few `sendmsg` calls as the socket
-/// allows (see [`Half::poll_write_vectored`]). Errors: the socket's, or `TimedOut`
+/// allows (see [`Half::poll_write_vectored`]); over TLS the parts are encrypted
+/// together (records of up to 16 KiB span parts) and every record is sent before this
+/// returns. Errors: the socket's, or `TimedOut`
 /// when the peer took nothing for `stall` (its receive window stayed full: a client
 /// that stopped reading its responses); `stall` zero waits forever.
 pub async fn write_all_parts(
@@ -129,25 +171,17 @@ pub async fn write_all_parts(
     parts: &[bytes::Bytes],
     stall: std::time::Duration,
 ) -> io::Result<()> {
+    let tls = half.is_tls();
+    // TLS takes every part at once, so that small parts share records.
+    let most = if tls { parts.len().max(1) } else { MAX_IOVECS };
     let mut index = 0; // first part not wholly written
     let mut offset = 0; // bytes of parts[index] already written
     while index < parts.len() {
         let slices: Vec<IoSlice<'_>> = std::iter::once(IoSlice::new(&parts[index][offset..]))
-            .chain(parts[index + 1..].iter().take(MAX_IOVECS - 1).map(|p| IoSlice::new(p)))
+            .chain(parts[index + 1..].iter().take(most - 1).map(|p| IoSlice::new(p)))
             .collect();
         let write = futures_lite::AsyncWriteExt::write_vectored(half, &slices);
-        let mut written = if stall.is_zero() {
-            write.await?
-        } else {
-            futures_lite::future::or(write, async {
-                glommio::timer::sleep(stall).await;
-                Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!("the peer read nothing for {} ms", stall.as_millis()),
-                ))
-            })
-            .await?
-        };
+        let mut written = stalling(write, stall).await?;
         if written == 0 && slices.iter().any(|s| !s.is_empty()) {
             return Err(io::ErrorKind::WriteZero.into());
         }
@@ -158,7 +192,29 @@ pub async fn write_all_parts(
         }
         offset += written;
     }
+    if tls {
+        // The last records encrypted are still queued.
+        stalling(futures_lite::AsyncWriteExt::flush(half), stall).await?;
+    }
     Ok(())
+}
+
+/// `io`, or `TimedOut` when it is still pending after `stall` (zero: never).
+async fn stalling<T>(
+    io: impl std::future::Future<Output = io::Result<T>>,
+    stall: std::time::Duration,
+) -> io::Result<T> {
+    if stall.is_zero() {
+        return io.await;
+    }
+    futures_lite::future::or(io, async {
+        glommio::timer::sleep(stall).await;
+        Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("the peer read nothing for {} ms", stall.as_millis()),
+        ))
+    })
+    .await
 }
 
 /// Most slices passed to one `sendmsg` (below Linux's `UIO_MAXIOV`, 1024).
@@ -189,7 +245,7 @@ mod tests {
                     conn.shutdown(std::net::Shutdown::Write).await.unwrap();
                 });
                 let stream = TcpStream::connect(addr).await.unwrap();
-                let mut half = Half(Rc::new(RefCell::new(stream)));
+                let mut half = Half(Rc::new(RefCell::new(Transport::Plain(stream))));
                 let mut buf = bytes::BytesMut::new();
                 loop {
                     let before = buf.len();
@@ -236,13 +292,16 @@ mod tests {
                     got
                 });
                 let stream = TcpStream::connect(addr).await.unwrap();
-                let shared = Rc::new(RefCell::new(stream));
+                let shared = Rc::new(RefCell::new(Transport::Plain(stream)));
                 let mut half = Half(shared.clone());
                 write_all_parts(&mut half, &parts, std::time::Duration::from_secs(30))
                     .await
                     .unwrap();
                 drop(half);
-                let stream = Rc::try_unwrap(shared).unwrap().into_inner();
+                let Transport::Plain(stream) = Rc::try_unwrap(shared).ok().unwrap().into_inner()
+                else {
+                    unreachable!()
+                };
                 stream.shutdown(std::net::Shutdown::Write).await.unwrap();
                 let got = reader.await;
                 assert_eq!(got.len(), expected.len());
@@ -267,7 +326,7 @@ mod tests {
                     let _ = hold_rx.await;
                 });
                 let stream = TcpStream::connect(addr).await.unwrap();
-                let mut half = Half(Rc::new(RefCell::new(stream)));
+                let mut half = Half(Rc::new(RefCell::new(Transport::Plain(stream))));
                 let parts = vec![bytes::Bytes::from(vec![7u8; 64 << 20])];
                 let stall = std::time::Duration::from_millis(200);
                 let started = std::time::Instant::now();

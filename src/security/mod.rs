@@ -8,6 +8,9 @@
 //! - [`plain`]: SASL/PLAIN (RFC 4616) and the `--sasl-plain-users-file` users;
 //! - [`scram`]: SCRAM-SHA-256/512 (RFC 5802, RFC 7677) and the stored credentials,
 //!   which live in the catalog ([`credentials`]: AlterUserScramCredentials);
+//! - [`tls`]: the keystore, truststore and client authentication of SSL and SASL_SSL
+//!   listeners (one rustls `ServerConfig`), and the principal of a client certificate,
+//!   named as [`x500`] writes its subject (RFC 2253, as Java does);
 //! - [`acl`]: Kafka's ACL model and the authorizer's decision (StandardAuthorizer).
 
 pub mod acl;
@@ -16,5 +19,7 @@ pub mod plain;
 mod principal;
 pub mod sasl;
 pub mod scram;
+pub mod tls;
+pub mod x500;
 
 pub use principal::KafkaPrincipal;

@@ -343,15 +343,6 @@ def test_sessions_expire_without_reauthentication_kip_368(sasl_broker):
         time.sleep(0.4)
 
 
-def test_tls_listeners_are_refused_at_start_up(tmp_path):
-    out = subprocess.run(
-        [str(shardlog_bin()), "--listeners", f"SSL://127.0.0.1:{free_port()}", "--data-dir", str(tmp_path / "d"),
-         "--metrics-listen", ""],
-        capture_output=True, text=True, timeout=30)
-    assert out.returncode != 0
-    assert "TLS is not built yet; SSL and SASL_SSL listeners are not supported" in out.stderr, out.stderr
-
-
 def test_sasl_users_get_exactly_what_their_acls_grant(sasl_broker):
     """SASL principals meet the authorizer: User:admin (a super user) creates the topics
     and grants User:alice WRITE and READ on `alice-` topics and READ on group `alice-g`;
