@@ -64,6 +64,7 @@ pub mod metadata;
 pub mod metrics;
 pub mod net;
 pub mod protocol;
+pub mod quota;
 pub mod security;
 pub mod shard;
 pub mod shutdown;
