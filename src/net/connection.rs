@@ -426,12 +426,19 @@ async fn read_loop(
                 }
             };
         // One check without quotas; with some, what this request used.
-        let quota = (!shard.catalog().client_quotas.is_empty()).then(|| crate::quota::Usage {
+        let catalog = shard.catalog();
+        let quota = (!catalog.client_quotas.is_empty()).then(|| crate::quota::Usage {
             user: ctx.principal.name.as_str().into(),
             client_id: ctx.client_id.clone(),
             request_bytes: size,
             handle_time: dispatch_started.elapsed(),
         });
+        // A client under a quota gets one request at a time (as on Kafka), so that
+        // the throttle of this response holds back the next request.
+        let one_at_a_time = quota
+            .as_ref()
+            .is_some_and(|u| shard.quotas.applies(&catalog.client_quotas, &u.user, &u.client_id));
+        drop(catalog);
         if let Outcome::Serial(serial) = dispatched.outcome {
             // The next request must see this one's effect: finish it before reading on.
             dispatched.outcome = match Labeled::new(label.clone(), serial).await {
@@ -457,6 +464,9 @@ async fn read_loop(
         };
         if tx.send(queued).await.is_err() {
             return;
+        }
+        if one_at_a_time {
+            in_flight.drained().await;
         }
     }
 }

@@ -168,6 +168,13 @@ impl ShardQuotas {
         });
     }
 
+    /// Whether any quota applies to the client: its connection then handles one request
+    /// at a time, as Kafka's do, so that a throttle holds back the very next request
+    /// (with pipelining the requests read ahead would escape it).
+    pub fn applies(&self, quotas: &ClientQuotas, user: &str, client_id: &str) -> bool {
+        QuotaType::ALL.into_iter().any(|t| resolve(quotas, t, user, client_id).is_some())
+    }
+
     /// Rates currently kept (tests, metrics).
     pub fn rates(&self) -> usize {
         self.rates.borrow().len()
