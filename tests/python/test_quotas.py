@@ -179,3 +179,36 @@ def test_a_consumer_over_its_quota_is_throttled_and_another_client_id_is_not(bro
 
     _, free_throttles = consume(b, "quota-c", "free-consumer")
     assert free_throttles == [] or max(free_throttles) == 0
+
+
+def test_request_time_over_request_percentage_is_throttled_and_the_connection_muted(broker_factory):
+    """ApiVersions v1 (which carries throttle_time_ms) in a loop from a client id whose
+    `request_percentage` is tiny: a response soon carries a throttle (at most one window,
+    1000 ms, as Kafka caps the request quota's), and the next request is answered only
+    after it (the connection was muted); another client id is never throttled."""
+    b = broker_factory(*WINDOWS)
+    alter_client_quota(b, "busy", "request_percentage", 0.001)
+
+    def api_versions(s, corr, client_id):
+        s.sendall(frame(request_header_v1(18, 1, corr, client_id)))
+        r = Reader(recv_frame(s))
+        assert r.i32() == corr
+        assert r.i16() == 0
+        r.array(lambda r: (r.i16(), r.i16(), r.i16()))
+        return r.i32()
+
+    with raw_connect(b.bootstrap) as s:
+        throttle = 0
+        for corr in range(1, 2001):
+            throttle = api_versions(s, corr, "busy")
+            if throttle > 0:
+                break
+        assert 0 < throttle <= 1000, throttle
+        start = time.monotonic()
+        api_versions(s, 5000, "busy")
+        waited_ms = (time.monotonic() - start) * 1000
+        assert waited_ms >= 0.8 * throttle - 50, (waited_ms, throttle)
+
+    with raw_connect(b.bootstrap) as s:
+        assert all(api_versions(s, corr, "idle-client") == 0 for corr in range(1, 501))
+    assert metric(b, "shardlog_quota_throttled_total", "request") > 0
