@@ -16,7 +16,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from helpers import REPO_ROOT, enc_str, frame, raw_connect, recv_frame, request_header_v1, Reader
+from helpers import REPO_ROOT, Reader, enc_str, frame, raw_connect, recv_frame, request_header_v1, wait_until
 
 CLI_LIBS = REPO_ROOT / "tests/compat/kafka-cli/.cache/libs"
 CLI_LOG4J = str(REPO_ROOT / "tests/compat/kafka-cli/log4j2.properties")
@@ -212,3 +212,24 @@ def test_request_time_over_request_percentage_is_throttled_and_the_connection_mu
     with raw_connect(b.bootstrap) as s:
         assert all(api_versions(s, corr, "idle-client") == 0 for corr in range(1, 501))
     assert metric(b, "shardlog_quota_throttled_total", "request") > 0
+
+
+def test_an_acks0_producer_over_its_quota_is_muted(broker_factory):
+    """acks=0: no response carries the throttle; the broker still counts the requests
+    and mutes the connection (the throttle counters move)."""
+    b = broker_factory(*WINDOWS)
+    create_topic(b, "quota-a0")
+    alter_client_quota(b, "silent-producer", "producer_byte_rate", QUOTA)
+    p = Producer({"bootstrap.servers": b.bootstrap, "client.id": "silent-producer", "acks": 0,
+                  "linger.ms": 5, "batch.size": 128 * 1024})
+    for _ in range(TOTAL // len(VALUE)):
+        while True:
+            try:
+                p.produce("quota-a0", VALUE)
+                break
+            except BufferError:
+                p.poll(0.05)
+    assert p.flush(120) == 0
+    wait_until(lambda: metric(b, "shardlog_quota_throttled_total", "produce") > 0, 30,
+               what="an acks=0 produce throttle")
+    assert metric(b, "shardlog_quota_throttle_time_ms_total", "produce") > 0
