@@ -136,6 +136,9 @@ def test_kafka_configs_alters_and_describes_quotas_that_survive_kill9(broker_fac
         out = configs(b, "--describe", "--entity-type", "users", "--entity-name", "alice",
                       "--entity-type", "clients", "--entity-name", "c1")
         assert "producer_byte_rate=2048.0" in out, out
+        out = configs(b, "--describe", "--entity-type", "users")
+        assert "Quota configs for user-principal 'alice' are" in out, out
+        assert "Quota configs for the default user-principal are" in out, out
 
     check()
     b.kill9()
