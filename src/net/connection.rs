@@ -72,7 +72,7 @@ struct Queued {
     label: Rc<Label>,
     /// When it reached the phases its metrics time.
     times: Times,
-    /// What it used, when the catalog holds client quotas (else nothing is counted).
+    /// What it used, when a client quota applies to its client (else nothing is counted).
     quota: Option<crate::quota::Usage>,
 }
 
@@ -256,6 +256,8 @@ async fn read_loop(
         crate::security::credentials::lookup(&shard.catalog().scram_credentials, user, mechanism)
     };
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    // Whether a client quota applies: (catalog version, client id, user, answer).
+    let mut quota_applies: Option<(u64, String, String, bool)> = None;
     loop {
         // A throttled client's next request waits for the end of its throttle.
         in_flight.unmuted().await;
@@ -425,20 +427,33 @@ async fn read_loop(
                     return;
                 }
             };
-        // One check without quotas; with some, what this request used.
+        // One check without quotas; with some, what this request used if a quota
+        // applies to its client (looked up again only when the catalog or the client
+        // changed).
         let catalog = shard.catalog();
-        let quota = (!catalog.client_quotas.is_empty()).then(|| crate::quota::Usage {
-            user: ctx.principal.name.as_str().into(),
-            client_id: ctx.client_id.clone(),
-            request_bytes: size,
-            handle_time: dispatch_started.elapsed(),
-        });
+        let quota = if catalog.client_quotas.is_empty() {
+            None
+        } else {
+            let key = (catalog.version, ctx.client_id.as_str(), ctx.principal.name.as_str());
+            let applies = match &quota_applies {
+                Some((v, c, u, applies)) if (*v, c.as_str(), u.as_str()) == key => *applies,
+                _ => {
+                    let applies = shard.quotas.applies(&catalog.client_quotas, key.2, key.1);
+                    quota_applies = Some((key.0, key.1.to_string(), key.2.to_string(), applies));
+                    applies
+                }
+            };
+            applies.then(|| crate::quota::Usage {
+                user: ctx.principal.name.as_str().into(),
+                client_id: ctx.client_id.clone(),
+                request_bytes: size,
+                handle_time: dispatch_started.elapsed(),
+            })
+        };
+        drop(catalog);
         // A client under a quota gets one request at a time (as on Kafka), so that
         // the throttle of this response holds back the next request.
-        let one_at_a_time = quota
-            .as_ref()
-            .is_some_and(|u| shard.quotas.applies(&catalog.client_quotas, &u.user, &u.client_id));
-        drop(catalog);
+        let one_at_a_time = quota.is_some();
         if let Outcome::Serial(serial) = dispatched.outcome {
             // The next request must see this one's effect: finish it before reading on.
             dispatched.outcome = match Labeled::new(label.clone(), serial).await {
