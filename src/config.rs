@@ -465,6 +465,18 @@ pub struct Config {
     )]
     pub allow_everyone_if_no_acl_found: bool,
 
+    /// Samples a client quota's rate is measured over (Kafka `quota.window.num`; issue 14,
+    /// [`crate::quota`]). At least 1. Default: 11.
+    #[arg(long, env = "SHARDLOG_QUOTA_WINDOW_NUM", default_value_t = 11,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub quota_window_num: u32,
+
+    /// Length of one quota sample window, in seconds (Kafka
+    /// `quota.window.size.seconds`). At least 1. Default: 1.
+    #[arg(long, env = "SHARDLOG_QUOTA_WINDOW_SIZE_SECONDS", default_value_t = 1,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub quota_window_size_seconds: u64,
+
     /// Log filter (tracing `EnvFilter` syntax), e.g. `info` or `shardlog=debug`.
     #[arg(long, env = "SHARDLOG_LOG", default_value = "info")]
     pub log: String,
@@ -507,6 +519,15 @@ impl Config {
             .map(str::to_string)
             .collect();
         config
+    }
+
+    /// The sample windows of every client quota rate (`--quota-window-num`,
+    /// `--quota-window-size-seconds`).
+    pub fn quota_rate(&self) -> crate::quota::RateConfig {
+        crate::quota::RateConfig {
+            samples: self.quota_window_num.max(1),
+            window_ms: self.quota_window_size_seconds.max(1).saturating_mul(1000),
+        }
     }
 
     /// The authorizer the flags configure; `None` with `--authorizer` off.

@@ -9,14 +9,15 @@
 //! | --- | --- |
 //! | [`config`] | the clap `Config`: every flag with unit, default, `SHARDLOG_*` env |
 //! | [`protocol`] | no I/O: frames, headers, record batch view and scan, the records inside a batch (decode, rebuild a subset: compaction), transaction markers (control batches), strings |
-//! | [`net`] | listeners in Kafka's syntax (`listeners`: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL); per-core accept loops, one per listener; `connection::serve`: the TLS handshake on SSL listeners (`tls`: a rustls connection driven by the connection's own tasks), frames in (through the SASL exchange on SASL listeners), responses out in order; `limits`: connection counts, queued request bytes, idle timeout |
+//! | [`net`] | listeners in Kafka's syntax (`listeners`: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL); per-core accept loops, one per listener; `connection::serve`: the TLS handshake on SSL listeners (`tls`: a rustls connection driven by the connection's own tasks), frames in (through the SASL exchange on SASL listeners; muted while the client is throttled by a quota), responses out in order (each counted against the client's quotas, its throttle written in); `limits`: connection counts, queued request bytes, idle timeout |
 //! | [`handlers`] | one file per Kafka API, one two-phase shape; the `apis!` table; `authz`: the one authorization helper every handler calls (`Ctx::authorize`) |
 //! | [`security`] | the Kafka principal a connection acts as (`User:ANONYMOUS` on PLAINTEXT); `tls`: the keystore, truststore and client authentication read into one rustls `ServerConfig`, and a client certificate's principal (`x500`: the subject in Java's RFC 2253 form); the SASL exchange of a connection (KIP-152, KIP-368 re-authentication), PLAIN (RFC 4616) and its users file, SCRAM-SHA-256/512 (RFC 5802, RFC 7677) and the stored credentials; `acl`: Kafka's ACL model (bindings, filters) and the authorizer's decision (StandardAuthorizer), pure |
 //! | [`shard`] | per-core `Shard`; `ShardMessage`s; control plane; group runtime; transaction coordinator runtime (`__transaction_state` logs, markers); the internal topics' logs (`InternalLogs`: created on first write, reopened after a failed one); retention pass; producer-id expiration; log cleaner task |
 //! | [`log`] | `PartitionLog`: segments (background read-ahead, zero fill ahead of small writes, retention and the retiring of deleted segments off the shard, roll by age, the DeleteRecords start checkpoint, compaction), indexes, the aborted-transaction index and last stable offset, batch cache and its pooled arenas and read buffers, recovery, producers |
 //! | [`coordinator`] | the consumer group coordinator, a pure state machine; its records in Kafka's `__consumer_offsets` schemas; KIP-848 topic regexes; transactional offsets (TxnOffsetCommit, pending until a transaction marker) |
 //! | [`txn`] | the transaction coordinator (KIP-98, KIP-360, KIP-890), a pure state machine: InitProducerId, AddPartitionsToTxn / AddOffsetsToTxn and the KIP-890 verification, EndTxn and its markers, timeouts, transactional id expiration, Describe/ListTransactions; its records in Kafka's `__transaction_state` schemas |
-//! | [`metadata`] | the topic catalog: names, ids, partitions, placement, the internal topic `__consumer_offsets` and how groups map to it, the SCRAM credentials, the ACLs; persisted |
+//! | [`metadata`] | the topic catalog: names, ids, partitions, placement, the internal topic `__consumer_offsets` and how groups map to it, the SCRAM credentials, the ACLs, the client quotas; persisted |
+//! | [`quota`] | client quotas (KIP-13, KIP-55, KIP-124, KIP-219, KIP-546): entities and the stored quotas, AlterClientQuotas' validation and DescribeClientQuotas' filters (pure), which quota applies to a client, the windowed rate and throttle time (pure), a shard's rates (`ShardQuotas`), `throttle_time_ms` in responses |
 //! | [`metrics`] | per-shard counters and latency histograms (thread-local, no atomics), the snapshot a scrape gathers over the mesh, the Prometheus text exposition and the `--metrics-listen` HTTP endpoint (`/metrics`, `/healthz`, `/readyz`) |
 //! | [`top`] | `shardlog top`: a live terminal view of a broker read from its metrics endpoint (rates between two scrapes) |
 //! | [`topic_config`] | topic config names, defaults, validation, resolved values |
@@ -64,6 +65,7 @@ pub mod metadata;
 pub mod metrics;
 pub mod net;
 pub mod protocol;
+pub mod quota;
 pub mod security;
 pub mod shard;
 pub mod shutdown;

@@ -2,7 +2,7 @@
 //! and per-topic config overrides.
 //!
 //! Shard 0 alone changes the catalog (and persists it to `<data-dir>/meta/topics.json`
-//! by writing a temporary file and renaming it); the ACLs live here too. Every shard holds its own read-only
+//! by writing a temporary file and renaming it); the ACLs and client quotas live here too. Every shard holds its own read-only
 //! copy, replaced by a `CatalogChanged` shard message after each change.
 
 use std::collections::BTreeMap;
@@ -105,6 +105,11 @@ pub struct Catalog {
     /// that each shard authorizes requests from its own copy.
     #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
     pub acls: crate::security::acl::authorizer::AclSet,
+    /// The client quotas ([`crate::quota`], KIP-546): changed by AlterClientQuotas on
+    /// the control shard, persisted and copied to every shard with the rest, so that
+    /// each shard finds a client's quota in its own copy.
+    #[serde(default, skip_serializing_if = "crate::quota::ClientQuotas::is_empty")]
+    pub client_quotas: crate::quota::ClientQuotas,
 }
 
 /// How a group id maps to its offsets partition (= `__consumer_offsets` partition).
@@ -194,6 +199,7 @@ impl Catalog {
                 broker_default_configs: BTreeMap::new(),
                 scram_credentials: Default::default(),
                 acls: Default::default(),
+                client_quotas: Default::default(),
             }),
             Err(e) => Err(e),
         }

@@ -85,8 +85,18 @@ pub async fn handle(ctx: &Ctx, request: FetchRequest) -> Outcome<FetchResponse> 
             });
         }
     }
-    let max_bytes = request.max_bytes.max(0) as usize;
-    let min_bytes = request.min_bytes.max(0) as usize;
+    let mut max_bytes = request.max_bytes.max(0) as usize;
+    if !catalog.client_quotas.is_empty() {
+        // Kafka's fetch quota bound: one response never holds more than the consumer
+        // may fetch in a quota window (`getMaxValueInQuotaWindow`).
+        let quotas = &ctx.shard.quotas;
+        if let Some(cap) =
+            quotas.fetch_max_bytes(&catalog.client_quotas, &ctx.principal.name, &ctx.client_id)
+        {
+            max_bytes = max_bytes.min(cap.max(0) as usize);
+        }
+    }
+    let min_bytes = (request.min_bytes.max(0) as usize).min(max_bytes);
     let max_wait = Duration::from_millis(request.max_wait_ms.max(0) as u64);
     let shard = ctx.shard.clone();
     Outcome::later(async move {

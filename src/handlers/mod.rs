@@ -233,6 +233,7 @@ apis! {
     DescribeUserScramCredentials => describe_user_scram_credentials,
     AlterUserScramCredentials => alter_user_scram_credentials,
     DescribeClientQuotas => describe_client_quotas,
+    AlterClientQuotas => alter_client_quotas,
 }
 
 /// APIs that change the catalog under the requests before them on the same connection

@@ -15,6 +15,7 @@ use crate::shard::testing::with_shard;
 use crate::shard::Shard;
 
 mod acl;
+mod quotas;
 
 /// Encodes `body` as a whole request frame (without the length prefix) and decodes
 /// its header the way a connection does.

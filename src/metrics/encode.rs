@@ -305,6 +305,28 @@ impl Collector for Scrape {
                 })
             }),
         )?;
+        let by_type = |f: fn(&ShardSnapshot) -> &[u64; 3]| {
+            shards.iter().flat_map(move |s| {
+                crate::quota::QuotaType::ALL.into_iter().map(move |t| {
+                    let labels =
+                        vec![("shard", s.shard.to_string()), ("type", t.name().to_string())];
+                    (labels, f(s)[t as usize])
+                })
+            })
+        };
+        counters(
+            e,
+            "shardlog_quota_throttled",
+            "Responses a client quota throttled (KIP-219), by shard and quota type \
+             (produce, fetch, request).",
+            by_type(|s| &s.counters.quotas.throttled),
+        )?;
+        counters(
+            e,
+            "shardlog_quota_throttle_time_ms",
+            "Sum of the throttle times of those responses, ms, by shard and quota type.",
+            by_type(|s| &s.counters.quotas.throttle_time_ms),
+        )?;
         let pairs = |f: fn(&ShardSnapshot) -> &Vec<u64>| {
             shards.iter().flat_map(move |s| {
                 // A shard's messages to itself are run in place, never sent.

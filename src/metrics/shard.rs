@@ -109,6 +109,17 @@ pub struct ShardMetrics {
     /// Executor statistics summed over scrapes (glommio hands out deltas).
     executor: RefCell<ExecutorCounts>,
     storage: RefCell<Storage>,
+    quotas: RefCell<QuotaCounts>,
+}
+
+/// Responses throttled by a client quota on one shard, indexed by
+/// [`crate::quota::QuotaType`] (produce, fetch, request).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QuotaCounts {
+    /// Responses (and acks=0 produce requests) that carried a throttle.
+    pub throttled: [u64; 3],
+    /// The sum of those throttles, ms.
+    pub throttle_time_ms: [u64; 3],
 }
 
 /// What the storage and fetch paths of one shard time and count.
@@ -238,6 +249,8 @@ pub struct Counters {
     pub executor: ExecutorCounts,
     /// Storage and fetch timings and the batch cache's hits.
     pub storage: StorageCounts,
+    /// Client quota throttles.
+    pub quotas: QuotaCounts,
 }
 
 impl ShardMetrics {
@@ -328,6 +341,13 @@ impl ShardMetrics {
     }
 
     /// Counts a connection this shard starts serving.
+    /// Counts a response throttled for `ms` by the quota of type `by`.
+    pub fn quota_throttled(&self, by: crate::quota::QuotaType, ms: u64) {
+        let mut q = self.quotas.borrow_mut();
+        q.throttled[by as usize] += 1;
+        q.throttle_time_ms[by as usize] += ms;
+    }
+
     pub fn connection_accepted(&self) {
         self.connections.borrow_mut().accepted += 1;
     }
@@ -424,6 +444,7 @@ impl ShardMetrics {
             bytes_in: self.bytes_in.get(),
             bytes_out: self.bytes_out.get(),
             connections: self.connections.borrow().clone(),
+            quotas: self.quotas.borrow().clone(),
             mesh: self.mesh.borrow().clone(),
             executor: *self.executor.borrow(),
             storage,

@@ -9,6 +9,9 @@
 //! with nothing in flight that reads nothing for `--connections-max-idle-ms` is closed,
 //! and so is one whose client takes no byte of a response for that long (it stopped
 //! reading: its queued responses and their budget are released).
+//! Under client quotas ([`crate::quota`]) the writer counts each answered request,
+//! writes the throttle into its response, and the reader then reads nothing from the
+//! connection until the throttle is over (KIP-219 muting).
 //! A malformed request, an unknown API key or an oversized frame closes the connection
 //! with a logged reason; nothing else is affected.
 
@@ -70,6 +73,8 @@ struct Queued {
     label: Rc<Label>,
     /// When it reached the phases its metrics time.
     times: Times,
+    /// What it used, when a client quota applies to its client (else nothing is counted).
+    quota: Option<crate::quota::Usage>,
 }
 
 /// How many queued responses the writer has not finished, and who waits for none.
@@ -81,6 +86,8 @@ struct InFlight {
     handling: Cell<usize>,
     /// When a read returned bytes or a response was written last.
     last_active: Cell<std::time::Instant>,
+    /// Until when the reader reads no request: the client is throttled (KIP-219).
+    muted_until: Cell<Option<Instant>>,
 }
 
 impl Default for InFlight {
@@ -90,6 +97,7 @@ impl Default for InFlight {
             idle: RefCell::new(None),
             handling: Cell::new(0),
             last_active: Cell::new(std::time::Instant::now()),
+            muted_until: Cell::new(None),
         }
     }
 }
@@ -114,6 +122,28 @@ impl InFlight {
             // Busy: look again a whole period later (activity resets the clock anyway).
             let wait = if since >= max_idle { max_idle } else { max_idle - since };
             glommio::timer::sleep(wait).await;
+        }
+    }
+
+    /// Holds back the reader for `ms` from now (or longer, if already held longer).
+    fn mute_for(&self, ms: u64) {
+        let until = Instant::now() + std::time::Duration::from_millis(ms);
+        if self.muted_until.get().is_none_or(|u| u < until) {
+            self.muted_until.set(Some(until));
+        }
+    }
+
+    /// Resolves once the connection is not muted. Waiting on a throttle is not being
+    /// idle. Only this connection waits (a timer), and nothing is borrowed meanwhile.
+    async fn unmuted(&self) {
+        while let Some(until) = self.muted_until.get() {
+            let now = Instant::now();
+            if until <= now {
+                self.muted_until.set(None);
+                break;
+            }
+            let _waiting = Handling::start(self);
+            glommio::timer::sleep(until - now).await;
         }
     }
 
@@ -185,8 +215,15 @@ pub async fn serve(
     let (done_tx, done_rx) = futures_channel::oneshot::channel::<()>();
     let writer = Half(stream.clone());
     let write_stall = std::time::Duration::from_millis(shard.config.response_write_stall_ms);
+    let writer_shard = shard.clone();
     glommio::spawn_local(async move {
-        write_loop(writer, rx, peer, &writer_in_flight, write_stall).await;
+        let env = WriteEnv {
+            peer,
+            stall: write_stall,
+            shard: &writer_shard,
+            in_flight: &writer_in_flight,
+        };
+        write_loop(writer, rx, &env).await;
         let _ = done_tx.send(());
     })
     .detach();
@@ -290,7 +327,11 @@ async fn read_loop(
         crate::security::credentials::lookup(&shard.catalog().scram_credentials, user, mechanism)
     };
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    // Whether a client quota applies: (catalog version, client id, user, answer).
+    let mut quota_applies: Option<(u64, String, String, bool)> = None;
     loop {
+        // A throttled client's next request waits for the end of its throttle.
+        in_flight.unmuted().await;
         // Complete the 4-byte length prefix, then the frame.
         if !fill(&mut reader, &mut buf, 4, in_flight).await {
             return;
@@ -351,6 +392,7 @@ async fn read_loop(
                 reservation,
                 label,
                 times,
+                quota: None,
             };
             if tx.send(queued).await.is_err() {
                 return;
@@ -407,7 +449,8 @@ async fn read_loop(
                     };
                     let times = Times { received, dispatched: Instant::now() };
                     let answer = Answer::Response(dispatched);
-                    let queued = Queued { correlation_id, answer, reservation, label, times };
+                    let queued =
+                        Queued { correlation_id, answer, reservation, label, times, quota: None };
                     if tx.send(queued).await.is_err() {
                         return;
                     }
@@ -455,6 +498,33 @@ async fn read_loop(
                     return;
                 }
             };
+        // One check without quotas; with some, what this request used if a quota
+        // applies to its client (looked up again only when the catalog or the client
+        // changed).
+        let catalog = shard.catalog();
+        let quota = if catalog.client_quotas.is_empty() {
+            None
+        } else {
+            let key = (catalog.version, ctx.client_id.as_str(), ctx.principal.name.as_str());
+            let applies = match &quota_applies {
+                Some((v, c, u, applies)) if (*v, c.as_str(), u.as_str()) == key => *applies,
+                _ => {
+                    let applies = shard.quotas.applies(&catalog.client_quotas, key.2, key.1);
+                    quota_applies = Some((key.0, key.1.to_string(), key.2.to_string(), applies));
+                    applies
+                }
+            };
+            applies.then(|| crate::quota::Usage {
+                user: ctx.principal.name.as_str().into(),
+                client_id: ctx.client_id.clone(),
+                request_bytes: size,
+                handle_time: dispatch_started.elapsed(),
+            })
+        };
+        drop(catalog);
+        // A client under a quota gets one request at a time (as on Kafka), so that
+        // the throttle of this response holds back the next request.
+        let one_at_a_time = quota.is_some();
         if let Outcome::Serial(serial) = dispatched.outcome {
             // The next request must see this one's effect: finish it before reading on.
             dispatched.outcome = match Labeled::new(label.clone(), serial).await {
@@ -476,9 +546,13 @@ async fn read_loop(
             reservation,
             label,
             times: Times { received, dispatched: dispatch_started },
+            quota,
         };
         if tx.send(queued).await.is_err() {
             return;
+        }
+        if one_at_a_time {
+            in_flight.drained().await;
         }
     }
 }
@@ -542,27 +616,30 @@ async fn fill(reader: &mut Half, buf: &mut BytesMut, want: usize, in_flight: &In
     true
 }
 
-async fn write_loop(
-    mut writer: Half,
-    rx: LocalReceiver<Queued>,
+/// What the writer of a connection works with.
+struct WriteEnv<'a> {
     peer: Option<SocketAddr>,
-    in_flight: &InFlight,
+    /// How long the client may take no byte of a response.
     stall: std::time::Duration,
-) {
+    shard: &'a Rc<Shard>,
+    in_flight: &'a InFlight,
+}
+
+async fn write_loop(mut writer: Half, rx: LocalReceiver<Queued>, env: &WriteEnv<'_>) {
     while let Some(queued) = rx.recv().await {
-        let Queued { correlation_id, answer, reservation, label, times } = queued;
+        let Queued { correlation_id, answer, reservation, label, times, quota } = queued;
         let open = match answer {
             Answer::Response(dispatched) => {
-                write_one(&mut writer, correlation_id, dispatched, peer, label, stall, times).await
+                write_one(&mut writer, env, correlation_id, dispatched, label, times, quota).await
             }
             Answer::RawToken(token) => {
                 let frame = [Bytes::copy_from_slice(&(token.len() as u32).to_be_bytes()), token];
-                write_all_parts(&mut writer, &frame, stall).await.is_ok()
+                write_all_parts(&mut writer, &frame, env.stall).await.is_ok()
             }
         };
         drop(reservation);
-        in_flight.touch();
-        in_flight.done_one();
+        env.in_flight.touch();
+        env.in_flight.done_one();
         if !open {
             return;
         }
@@ -574,15 +651,16 @@ async fn write_loop(
 /// logged here).
 async fn write_one(
     writer: &mut Half,
+    env: &WriteEnv<'_>,
     correlation_id: i32,
     dispatched: Dispatched,
-    peer: Option<SocketAddr>,
     label: Rc<Label>,
-    stall: std::time::Duration,
     times: Times,
+    quota: Option<crate::quota::Usage>,
 ) -> bool {
+    let (peer, stall) = (env.peer, env.stall);
     let Dispatched { api, response_version, outcome } = dispatched;
-    let response = match outcome {
+    let mut response = match outcome {
         Outcome::Ready(r) => r,
         Outcome::Later(later) | Outcome::Serial(later) => {
             match Labeled::new(label.clone(), later).await {
@@ -599,6 +677,10 @@ async fn write_one(
             // Nothing to write; the request's budget is held until its appends finish.
             let errors = Labeled::new(label.clone(), done).await;
             times.count(api, response_version, Instant::now(), &errors);
+            if let Some(usage) = &quota {
+                // acks=0: no response to carry the throttle; the connection is muted.
+                throttle(env, usage, api, 0);
+            }
             if errors.is_empty() {
                 return true;
             }
@@ -617,7 +699,18 @@ async fn write_one(
         }
     };
     let ready = Instant::now();
-    let frame = match encode(correlation_id, api, response_version, &response) {
+    let encoded = encode(correlation_id, api, response_version, &response).and_then(|frame| {
+        let Some(usage) = &quota else { return Ok(frame) };
+        let bytes = frame.iter().map(Bytes::len).sum::<usize>().saturating_sub(4);
+        let ms = throttle(env, usage, api, bytes);
+        if ms == 0 || !crate::quota::response::set_throttle_time(&mut response, ms) {
+            return Ok(frame);
+        }
+        // A throttled Fetch sends no records (Kafka's throttled fetch response).
+        crate::quota::response::empty_fetch_records(&mut response);
+        encode(correlation_id, api, response_version, &response)
+    });
+    let frame = match encoded {
         Ok(frame) => frame,
         Err(e) => {
             closing(CloseReason::EncodingFailed);
@@ -643,6 +736,26 @@ async fn write_one(
     crate::metrics::errors::error_codes(&response, &mut errors);
     times.count(api, response_version, ready, &errors);
     true
+}
+
+/// Counts an answered request against its client's quotas (Kafka's produce, fetch and
+/// request quota managers) and mutes the connection for the throttle; returns the
+/// throttle, ms (0: none). `response_bytes` is the encoded response's size without
+/// its length prefix (what the fetch quota counts).
+fn throttle(
+    env: &WriteEnv<'_>,
+    usage: &crate::quota::Usage,
+    api: ApiKey,
+    response_bytes: usize,
+) -> u64 {
+    let catalog = env.shard.catalog();
+    let quotas = &env.shard.quotas;
+    let t = quotas.on_response(&catalog.client_quotas, api, usage, response_bytes, quotas.now_ms());
+    if let Some(by) = t.by {
+        env.in_flight.mute_for(t.ms);
+        crate::metrics::with(|m| m.quota_throttled(by, t.ms));
+    }
+    t.ms
 }
 
 /// When a request reached the phases its metrics time ([`crate::metrics::Phase`]).

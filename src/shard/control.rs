@@ -1,5 +1,5 @@
 //! The control plane, run on the control shard (0) only: the authoritative topic catalog (its
-//! ACLs included) and the producer-id allocator. Changes are serialized by a semaphore, persisted, then
+//! ACLs and client quotas included) and the producer-id allocator. Changes are serialized by a semaphore, persisted, then
 //! broadcast to every shard; the caller's reply waits until all shards applied them.
 
 use std::cell::{Cell, RefCell};
@@ -290,6 +290,33 @@ impl Control {
         if next.acls != self.catalog.borrow().acls {
             if let Err(e) = self.commit(shard, next).await {
                 return failed(results, e);
+            }
+        }
+        results
+    }
+
+    /// AlterClientQuotas: applies the alterations to the authoritative catalog's quotas
+    /// ([`crate::quota::alter::alter`]) and, unless `validate_only`, commits once if
+    /// they changed anything. One result per entity: INVALID_REQUEST with Kafka's
+    /// message, or KAFKA_STORAGE_ERROR for every success when the catalog cannot be
+    /// persisted.
+    pub async fn alter_client_quotas(
+        &self,
+        shard: &Rc<Shard>,
+        alterations: Vec<crate::quota::alter::Alteration>,
+        validate_only: bool,
+    ) -> Vec<crate::quota::alter::ControlResult> {
+        let _permit = self.changes.acquire_permit(1).await;
+        let mut next = self.catalog.borrow().clone();
+        let mut results: Vec<_> = crate::quota::alter::alter(&mut next.client_quotas, &alterations)
+            .into_iter()
+            .map(|(entity, e)| (entity, e.map(|m| (ResponseError::InvalidRequest, m))))
+            .collect();
+        if !validate_only && next.client_quotas != self.catalog.borrow().client_quotas {
+            if let Err(e) = self.commit(shard, next).await {
+                for (_, error) in results.iter_mut().filter(|(_, e)| e.is_none()) {
+                    *error = Some((ResponseError::KafkaStorageError, e.message().to_string()));
+                }
             }
         }
         results

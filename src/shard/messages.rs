@@ -278,6 +278,14 @@ pub enum ControlRequest {
         filters: Vec<crate::security::acl::AclBindingFilter>,
         reply: Reply<Vec<Result<Vec<crate::security::acl::AclBinding>, CatalogError>>>,
     },
+    /// AlterClientQuotas: applies the alterations (or only validates them); one result
+    /// per entity ([`crate::quota::alter::alter`]: INVALID_REQUEST messages), every
+    /// success becoming KAFKA_STORAGE_ERROR when the catalog cannot be persisted.
+    AlterClientQuotas {
+        alterations: Vec<crate::quota::alter::Alteration>,
+        validate_only: bool,
+        reply: Reply<Vec<crate::quota::alter::ControlResult>>,
+    },
     /// A fresh producer id (InitProducerId); KAFKA_STORAGE_ERROR when the id block
     /// cannot be reserved on disk.
     AllocateProducerId { reply: Reply<KafkaResult<i64>> },

@@ -261,6 +261,10 @@ fn execute_control(shard: &Rc<Shard>, request: ControlRequest) {
             ControlRequest::DeleteAcls { filters, reply } => {
                 let _ = reply.send(control.delete_acls(&shard, filters).await);
             }
+            ControlRequest::AlterClientQuotas { alterations, validate_only, reply } => {
+                let _ = reply
+                    .send(control.alter_client_quotas(&shard, alterations, validate_only).await);
+            }
             ControlRequest::AllocateProducerId { reply } => {
                 let _ = reply.send(control.allocate_producer_id());
             }

@@ -43,6 +43,9 @@ pub struct Shard {
     /// from this shard's copy of the catalog's ACLs (`Catalog::acls`), so a check never
     /// leaves the core.
     pub authorizer: Option<crate::security::acl::Authorizer>,
+    /// The client quota rates of this shard's connections ([`crate::quota`]), measured
+    /// against the quotas of this shard's catalog copy.
+    pub quotas: crate::quota::ShardQuotas,
     /// This core's read-only copy of the topic catalog (the shard table).
     catalog: RefCell<Rc<Catalog>>,
     /// The partition logs this shard owns, by (topic, partition).
@@ -103,6 +106,7 @@ impl Shard {
             id,
             nr_shards,
             authorizer: config.authorizer(),
+            quotas: crate::quota::ShardQuotas::new(config.quota_rate()),
             config,
             catalog: RefCell::new(Rc::new(Catalog::default())),
             logs: RefCell::new(HashMap::new()),
