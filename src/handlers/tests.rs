@@ -17,6 +17,36 @@ use crate::shard::Shard;
 mod acl;
 mod quotas;
 
+/// A request context for `name` (`User:name`) from 10.1.2.3 on the shard's first
+/// listener, at `version`.
+fn as_user(shard: &Rc<Shard>, name: &str, version: i16) -> Ctx {
+    Ctx {
+        shard: shard.clone(),
+        api_version: version,
+        client_id: "handler-test".into(),
+        client_host: "10.1.2.3".into(),
+        principal: Rc::new(crate::security::KafkaPrincipal::user(name)),
+        listener: Rc::new(shard.config.listeners().expect("default listener").remove(0)),
+    }
+}
+
+/// Dispatches `body` as `user` and awaits its answer.
+async fn ask_as(
+    shard: &Rc<Shard>,
+    user: &str,
+    api: ApiKey,
+    v: i16,
+    body: RequestKind,
+) -> ResponseKind {
+    match dispatch(&as_user(shard, user, v), frame(api, v, 5, &body)).await {
+        Ok(Dispatched { outcome: Outcome::Ready(r), .. }) => r,
+        Ok(Dispatched { outcome: Outcome::Later(later) | Outcome::Serial(later), .. }) => {
+            later.await.expect("an answer")
+        }
+        _ => panic!("{api:?} v{v}: not answered"),
+    }
+}
+
 /// Encodes `body` as a whole request frame (without the length prefix) and decodes
 /// its header the way a connection does.
 fn frame(api: ApiKey, version: i16, correlation_id: i32, body: &RequestKind) -> Request {

@@ -9,39 +9,9 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 
-use super::{dispatch, frame, Ctx, Dispatched, Outcome};
+use super::ask_as;
 use crate::error::ResponseError;
-use crate::security::KafkaPrincipal;
 use crate::shard::testing::with_shard_flags;
-use crate::shard::Shard;
-use std::rc::Rc;
-
-fn as_user(shard: &Rc<Shard>, name: &str, version: i16) -> Ctx {
-    Ctx {
-        shard: shard.clone(),
-        api_version: version,
-        client_id: "acl-test".into(),
-        client_host: "10.1.2.3".into(),
-        principal: Rc::new(KafkaPrincipal::user(name)),
-        listener: Rc::new(shard.config.listeners().expect("default listener").remove(0)),
-    }
-}
-
-async fn ask(
-    shard: &Rc<Shard>,
-    user: &str,
-    api: ApiKey,
-    v: i16,
-    body: RequestKind,
-) -> ResponseKind {
-    match dispatch(&as_user(shard, user, v), frame(api, v, 5, &body)).await {
-        Ok(Dispatched { outcome: Outcome::Ready(r), .. }) => r,
-        Ok(Dispatched { outcome: Outcome::Later(later) | Outcome::Serial(later), .. }) => {
-            later.await.expect("an answer")
-        }
-        _ => panic!("{api:?} v{v}: not answered"),
-    }
-}
 
 fn s(text: &str) -> StrBytes {
     StrBytes::from_string(text.to_string())
@@ -96,7 +66,7 @@ fn principals_get_exactly_what_their_acls_grant() {
                     .with_replication_factor(1)
             })
             .to_vec();
-        let created = ask(
+        let created = ask_as(
             &shard,
             "admin",
             ApiKey::CreateTopics,
@@ -110,7 +80,7 @@ fn principals_get_exactly_what_their_acls_grant() {
             allow_topic("a-", 4, "User:alice", 4), // WRITE on prefix a-
             allow_topic("b-t", 3, "User:*", 8),    // DESCRIBE on b-t for everyone
         ];
-        let r = ask(
+        let r = ask_as(
             &shard,
             "admin",
             ApiKey::CreateAcls,
@@ -131,7 +101,7 @@ fn principals_get_exactly_what_their_acls_grant() {
                     .with_include_cluster_authorized_operations(true),
             )
         };
-        let ResponseKind::Metadata(m) = ask(&shard, "alice", ApiKey::Metadata, 10, all()).await
+        let ResponseKind::Metadata(m) = ask_as(&shard, "alice", ApiKey::Metadata, 10, all()).await
         else {
             panic!()
         };
@@ -142,7 +112,7 @@ fn principals_get_exactly_what_their_acls_grant() {
             .collect();
         assert_eq!(listed, [("a-t".to_string(), (1 << 4) | (1 << 8)), ("b-t".to_string(), 1 << 8)]);
         assert_eq!(m.cluster_authorized_operations, 0);
-        let ResponseKind::Metadata(m) = ask(&shard, "bob", ApiKey::Metadata, 10, all()).await
+        let ResponseKind::Metadata(m) = ask_as(&shard, "bob", ApiKey::Metadata, 10, all()).await
         else {
             panic!()
         };
@@ -159,7 +129,7 @@ fn principals_get_exactly_what_their_acls_grant() {
         };
         for name in ["c-t", "nope"] {
             let ResponseKind::Metadata(m) =
-                ask(&shard, "alice", ApiKey::Metadata, 10, named(name)).await
+                ask_as(&shard, "alice", ApiKey::Metadata, 10, named(name)).await
             else {
                 panic!()
             };
@@ -185,7 +155,7 @@ fn principals_get_exactly_what_their_acls_grant() {
             [("a-t", 0), ("b-t", ResponseError::TopicAuthorizationFailed.code())]
         {
             let ResponseKind::Produce(p) =
-                ask(&shard, "alice", ApiKey::Produce, 9, produce(topic)).await
+                ask_as(&shard, "alice", ApiKey::Produce, 9, produce(topic)).await
             else {
                 panic!()
             };
@@ -210,7 +180,7 @@ fn principals_get_exactly_what_their_acls_grant() {
         ];
         for (user, id, expected) in cases {
             let ResponseKind::InitProducerId(r) =
-                ask(&shard, user, ApiKey::InitProducerId, 4, init(id)).await
+                ask_as(&shard, user, ApiKey::InitProducerId, 4, init(id)).await
             else {
                 panic!()
             };
@@ -222,14 +192,14 @@ fn principals_get_exactly_what_their_acls_grant() {
             FindCoordinatorRequest::default().with_key_type(0).with_coordinator_keys(vec![s("g")]),
         );
         let ResponseKind::FindCoordinator(f) =
-            ask(&shard, "alice", ApiKey::FindCoordinator, 4, find).await
+            ask_as(&shard, "alice", ApiKey::FindCoordinator, 4, find).await
         else {
             panic!()
         };
         assert_eq!(f.coordinators[0].error_code, ResponseError::GroupAuthorizationFailed.code());
 
         // The ACL APIs: alice has no cluster ACL; the admin describes and deletes.
-        let r = ask(
+        let r = ask_as(
             &shard,
             "alice",
             ApiKey::CreateAcls,
@@ -257,7 +227,7 @@ fn principals_get_exactly_what_their_acls_grant() {
                 .with_permission_type(1),
         );
         let ResponseKind::DescribeAcls(d) =
-            ask(&shard, "admin", ApiKey::DescribeAcls, 3, describe).await
+            ask_as(&shard, "admin", ApiKey::DescribeAcls, 3, describe).await
         else {
             panic!()
         };
@@ -279,7 +249,8 @@ fn principals_get_exactly_what_their_acls_grant() {
         let delete = RequestKind::DeleteAcls(
             DeleteAclsRequest::default().with_filters(vec![filter(2), filter(2)]),
         );
-        let ResponseKind::DeleteAcls(d) = ask(&shard, "admin", ApiKey::DeleteAcls, 3, delete).await
+        let ResponseKind::DeleteAcls(d) =
+            ask_as(&shard, "admin", ApiKey::DeleteAcls, 3, delete).await
         else {
             panic!()
         };
@@ -292,7 +263,8 @@ fn principals_get_exactly_what_their_acls_grant() {
         // A filter with an UNKNOWN (0) code: INVALID_REQUEST.
         let delete =
             RequestKind::DeleteAcls(DeleteAclsRequest::default().with_filters(vec![filter(0)]));
-        let ResponseKind::DeleteAcls(d) = ask(&shard, "admin", ApiKey::DeleteAcls, 3, delete).await
+        let ResponseKind::DeleteAcls(d) =
+            ask_as(&shard, "admin", ApiKey::DeleteAcls, 3, delete).await
         else {
             panic!()
         };
@@ -319,12 +291,12 @@ fn admin_apis_and_topic_checks_refuse_a_user_without_acls() {
             .with_num_partitions(1)
             .with_replication_factor(1);
         let create = CreateTopicsRequest::default().with_topics(vec![topic]);
-        ask(&shard, "admin", ApiKey::CreateTopics, 7, RequestKind::CreateTopics(create)).await;
+        ask_as(&shard, "admin", ApiKey::CreateTopics, 7, RequestKind::CreateTopics(create)).await;
         let cluster_denied = ResponseError::ClusterAuthorizationFailed.code();
         let topic_denied = ResponseError::TopicAuthorizationFailed.code();
 
         for (user, want) in [("bob", cluster_denied), ("admin", 0)] {
-            let r = ask(
+            let r = ask_as(
                 &shard,
                 user,
                 ApiKey::DescribeLogDirs,
@@ -335,7 +307,7 @@ fn admin_apis_and_topic_checks_refuse_a_user_without_acls() {
             let ResponseKind::DescribeLogDirs(r) = r else { panic!() };
             assert_eq!((r.error_code, r.results.len()), (want, usize::from(want == 0)), "{user}");
 
-            let r = ask(
+            let r = ask_as(
                 &shard,
                 user,
                 ApiKey::DescribeQuorum,
@@ -348,7 +320,7 @@ fn admin_apis_and_topic_checks_refuse_a_user_without_acls() {
             assert_eq!(r.error_code == cluster_denied, want != 0, "{user}");
 
             let list = ListPartitionReassignmentsRequest::default();
-            let r = ask(
+            let r = ask_as(
                 &shard,
                 user,
                 ApiKey::ListPartitionReassignments,
@@ -367,7 +339,7 @@ fn admin_apis_and_topic_checks_refuse_a_user_without_acls() {
                     .with_name(TopicName(s("t")))
                     .with_partitions(vec![partition]),
             ]);
-            let r = ask(
+            let r = ask_as(
                 &shard,
                 user,
                 ApiKey::AlterPartitionReassignments,
@@ -385,8 +357,8 @@ fn admin_apis_and_topic_checks_refuse_a_user_without_acls() {
             let elect = ElectLeadersRequest::default().with_topic_partitions(Some(vec![
                 TopicPartitions::default().with_topic(TopicName(s("t"))).with_partitions(vec![0]),
             ]));
-            let r =
-                ask(&shard, user, ApiKey::ElectLeaders, 2, RequestKind::ElectLeaders(elect)).await;
+            let r = ask_as(&shard, user, ApiKey::ElectLeaders, 2, RequestKind::ElectLeaders(elect))
+                .await;
             let ResponseKind::ElectLeaders(r) = r else { panic!() };
             let partition_error = r.replica_election_results[0].partition_result[0].error_code;
             let not_needed = ResponseError::ElectionNotNeeded.code();
@@ -406,7 +378,7 @@ fn admin_apis_and_topic_checks_refuse_a_user_without_acls() {
                         .with_leader_epoch(0)],
                 ),
             ]);
-            let r = ask(
+            let r = ask_as(
                 &shard,
                 user,
                 ApiKey::OffsetForLeaderEpoch,
@@ -422,7 +394,7 @@ fn admin_apis_and_topic_checks_refuse_a_user_without_acls() {
             let describe = DescribeTopicPartitionsRequest::default()
                 .with_topics(vec![TopicRequest::default().with_name(TopicName(s("t")))])
                 .with_response_partition_limit(10);
-            let r = ask(
+            let r = ask_as(
                 &shard,
                 user,
                 ApiKey::DescribeTopicPartitions,
@@ -447,14 +419,14 @@ fn admin_apis_and_topic_checks_refuse_a_user_without_acls() {
             .with_operation(3)
             .with_permission_type(3);
         let acls = CreateAclsRequest::default().with_creations(vec![read_group]);
-        ask(&shard, "admin", ApiKey::CreateAcls, 3, RequestKind::CreateAcls(acls)).await;
+        ask_as(&shard, "admin", ApiKey::CreateAcls, 3, RequestKind::CreateAcls(acls)).await;
         let heartbeat = ConsumerGroupHeartbeatRequest::default()
             .with_group_id(GroupId(s("g")))
             .with_member_epoch(0)
             .with_rebalance_timeout_ms(30_000)
             .with_subscribed_topic_names(Some(vec![TopicName(s("t"))]))
             .with_topic_partitions(Some(Vec::new()));
-        let r = ask(
+        let r = ask_as(
             &shard,
             "bob",
             ApiKey::ConsumerGroupHeartbeat,

@@ -6,39 +6,11 @@ use kafka_protocol::messages::describe_client_quotas_request::ComponentData;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 
-use super::{dispatch, frame, Ctx, Dispatched, Outcome};
+use super::ask_as;
 use crate::error::ResponseError;
-use crate::security::KafkaPrincipal;
 use crate::shard::testing::{with_shard, with_shard_flags};
 use crate::shard::Shard;
 use std::rc::Rc;
-
-fn as_user(shard: &Rc<Shard>, name: &str, version: i16) -> Ctx {
-    Ctx {
-        shard: shard.clone(),
-        api_version: version,
-        client_id: "quota-test".into(),
-        client_host: "10.1.2.3".into(),
-        principal: Rc::new(KafkaPrincipal::user(name)),
-        listener: Rc::new(shard.config.listeners().expect("default listener").remove(0)),
-    }
-}
-
-async fn ask(
-    shard: &Rc<Shard>,
-    user: &str,
-    api: ApiKey,
-    v: i16,
-    body: RequestKind,
-) -> ResponseKind {
-    match dispatch(&as_user(shard, user, v), frame(api, v, 5, &body)).await {
-        Ok(Dispatched { outcome: Outcome::Ready(r), .. }) => r,
-        Ok(Dispatched { outcome: Outcome::Later(later) | Outcome::Serial(later), .. }) => {
-            later.await.expect("an answer")
-        }
-        _ => panic!("{api:?} v{v}: not answered"),
-    }
-}
 
 fn s(text: &str) -> StrBytes {
     StrBytes::from_string(text.to_string())
@@ -66,7 +38,7 @@ async fn alter(
         AlterClientQuotasRequest::default().with_entries(entries).with_validate_only(validate_only),
     );
     let ResponseKind::AlterClientQuotas(r) =
-        ask(shard, user, ApiKey::AlterClientQuotas, 1, body).await
+        ask_as(shard, user, ApiKey::AlterClientQuotas, 1, body).await
     else {
         panic!()
     };
@@ -97,7 +69,7 @@ async fn describe(
         DescribeClientQuotasRequest::default().with_components(components).with_strict(strict),
     );
     let ResponseKind::DescribeClientQuotas(r) =
-        ask(shard, user, ApiKey::DescribeClientQuotas, 1, body).await
+        ask_as(shard, user, ApiKey::DescribeClientQuotas, 1, body).await
     else {
         panic!()
     };
