@@ -236,7 +236,9 @@ class ConfluentMember(Member):
         abrupt_deadline = None
         try:
             while not self.done.is_set():
-                if self.abrupt.is_set() and abrupt_deadline is None:
+                # read the flag once (see KafkaPythonMember.run)
+                abrupt = self.abrupt.is_set()
+                if abrupt and abrupt_deadline is None:
                     abrupt_deadline = time.monotonic() + 15
                 msgs = c.consume(num_messages=500, timeout=0.2)
                 try:
@@ -253,7 +255,7 @@ class ConfluentMember(Member):
                         continue
                     self._processed(m.partition(), m.offset(), m.key(), m.value())
                     batch_parts.add(m.partition())
-                if self.abrupt.is_set() and (batch_parts or time.monotonic() > abrupt_deadline):
+                if abrupt and (batch_parts or time.monotonic() > abrupt_deadline):
                     return  # processed (or gave up waiting for) one more batch, never committed
                 self._commit(c, batch_parts)
             # orderly end: commit what was processed
@@ -326,7 +328,10 @@ class KafkaPythonMember(Member):
         abrupt_deadline = None
         try:
             while not self.done.is_set():
-                if self.abrupt.is_set() and abrupt_deadline is None:
+                # read the flag once: the test thread may set it at any moment, and a
+                # second is_set() could see it with no deadline taken yet
+                abrupt = self.abrupt.is_set()
+                if abrupt and abrupt_deadline is None:
                     abrupt_deadline = time.monotonic() + 15
                 batch = c.poll(timeout_ms=500, max_records=500)
                 batch_parts = set()
@@ -334,7 +339,7 @@ class KafkaPythonMember(Member):
                     for m in msgs:
                         self._processed(tp.partition, m.offset, m.key, m.value)
                     batch_parts.add(tp.partition)
-                if self.abrupt.is_set() and (batch_parts or time.monotonic() > abrupt_deadline):
+                if abrupt and (batch_parts or time.monotonic() > abrupt_deadline):
                     return
                 commit(batch_parts)
             commit(self.owned_now())
