@@ -135,6 +135,9 @@ def rdkafka_consumer_cmd(bootstrap: str, topic: str, n: int) -> list[str]:
 def parse_java_producer(record_size):
     rx = re.compile(r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
                     r"([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99.9th")
+    steady_rx = re.compile(r"(\d+) steady state records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), "
+                           r"([\d.]+) ms avg latency, ([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, "
+                           r"(\d+) ms 99th, (\d+) ms 99.9th")
 
     def parse(res: Result, p: Proc):
         m = None
@@ -148,6 +151,13 @@ def parse_java_producer(record_size):
         res.mibps = res.rps * record_size / MIB
         res.avg, res.max = float(m.group(4)), float(m.group(5))
         res.p50, res.p99, res.p999 = float(m.group(6)), float(m.group(8)), float(m.group(9))
+        # with --warmup-records, a second summary covers only the records after the warm-up
+        steady = None
+        for steady in steady_rx.finditer(p.out):
+            pass
+        if steady:
+            res.steady_max = float(steady.group(5))
+            res.steady_p99, res.steady_p999 = float(steady.group(8)), float(steady.group(9))
         errs = [l for l in p.err.splitlines() if "ERROR" in l or "Exception" in l]
         if errs:
             res.notes.append("client errors: " + " | ".join(errs[:3])[:400])

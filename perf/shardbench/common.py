@@ -112,6 +112,11 @@ class Result:
     p999: Optional[float] = None
     max: Optional[float] = None
     avg: Optional[float] = None
+    # produce-rate: the same percentiles after the client's warm-up records
+    # (kafka-producer-perf-test --warmup-records: its "steady state" summary)
+    steady_p99: Optional[float] = None
+    steady_p999: Optional[float] = None
+    steady_max: Optional[float] = None
     broker_cpu: Optional[float] = None
     cpu_per_gb: Optional[float] = None
     peak_rss_mib: Optional[float] = None
