@@ -508,6 +508,16 @@ impl PartitionLog {
         Ok(plan.to_clean(policy, delay, now_ms))
     }
 
+    /// True once a compaction pass failed on this log (Kafka's uncleanable partition).
+    pub fn is_uncleanable(&self) -> bool {
+        self.uncleanable.get()
+    }
+
+    /// Marks the log uncleanable: the cleaner leaves it alone until it is opened again.
+    pub fn mark_uncleanable(&self) {
+        self.uncleanable.set(true);
+    }
+
     /// One compaction pass (see the module documentation), if the log is dirty enough,
     /// its delete horizon has passed (or `force`). `now_ms` is the broker's clock.
     /// Returns what it did, or None when there was nothing to do. Errors: I/O, or a

@@ -255,6 +255,10 @@ pub struct PartitionLog {
     /// The aborted transactions (an entry is added when its ABORT marker is appended).
     aborted: RefCell<TxnIndex>,
     closed: Cell<bool>,
+    /// A compaction pass failed on this log's data (Kafka's "uncleanable" partition,
+    /// `LogCleanerManager.markPartitionUncleanable`): the cleaner skips it until the log
+    /// is opened again (broker restart, or the topic deleted and recreated).
+    uncleanable: Cell<bool>,
     /// Serializes the log start checkpoint writes of DeleteRecords.
     checkpointing: glommio::sync::Semaphore,
     /// Held by the log cleaner from its check that a pass's source segments are still
@@ -348,6 +352,7 @@ impl PartitionLog {
             max_ts: Cell::new(rec.max_ts),
             aborted: RefCell::new(rec.aborted),
             closed: Cell::new(false),
+            uncleanable: Cell::new(false),
             failed: RefCell::new(None),
             writer_exit: RefCell::new(Some(writer_exit)),
             checkpointing: glommio::sync::Semaphore::new(1),

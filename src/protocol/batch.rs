@@ -525,24 +525,14 @@ impl<'a> Iterator for BatchIter<'a> {
 }
 
 /// `(offset, timestamp)` of every record of one record batch (`batch` holds exactly
-/// one v2 batch), decompressing it if needed (kafka-protocol's decoder: gzip, snappy,
-/// lz4, zstd). Records of a LogAppendTime batch all carry the batch's max timestamp,
-/// as Kafka reads them. Used by ListOffsets, which names records, not batches
+/// one v2 batch), decompressing it if needed, with the bound of
+/// [`super::decompress`] (a batch stored in a topic that never decodes them can be a
+/// decompression bomb). Records of a LogAppendTime batch all carry the batch's max
+/// timestamp, as Kafka reads them. Used by ListOffsets, which names records, not batches
 /// (KIP-734 and KAFKA-16310). Errors: the batch does not decode (message).
 pub fn record_timestamps(batch: &bytes::Bytes) -> Result<Vec<(i64, i64)>, String> {
-    let header = RecordBatchHeader::parse_header(batch).map_err(|e| e.to_string())?;
-    let mut buf = batch.slice(..header.total_size().min(batch.len()));
-    let set =
-        kafka_protocol::records::RecordBatchDecoder::decode(&mut buf).map_err(|e| e.to_string())?;
-    Ok(set
-        .records
-        .iter()
-        .map(|r| {
-            let ts =
-                if header.timestamp_type_log_append() { header.max_timestamp } else { r.timestamp };
-            (r.offset, ts)
-        })
-        .collect())
+    let decoded = super::records::decode_records(batch).map_err(|e| e.to_string())?;
+    Ok(decoded.records.iter().map(|r| (r.offset, r.timestamp)).collect())
 }
 
 /// Test and benchmark helper: assembles a valid, uncompressed v2 batch.
@@ -1044,6 +1034,19 @@ mod tests {
             let chunk = 1 + (next() % 90) as usize;
             assert_eq!(scan_in_chunks(&g, chunk), scan_whole(&g), "input {n}, chunk {chunk}");
         }
+    }
+
+    /// ListOffsets by timestamp decodes stored batches that produce never decoded (a
+    /// plain topic): a bomb among them is an error, not gigabytes of memory.
+    #[test]
+    fn record_timestamps_refuses_a_batch_claiming_gigabytes() {
+        let records = [(None, Some(bytes::Bytes::from_static(b"v")), 7)];
+        let snappy = kafka_protocol::records::Compression::Snappy;
+        let mut b = crate::protocol::records::encode_plain_batch(records, snappy).unwrap().to_vec();
+        let at = RECORD_BATCH_OVERHEAD + 16 + 4; // xerial header, first block length
+        b[at..at + 5].copy_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x0f]);
+        let e = record_timestamps(&bytes::Bytes::from(b)).unwrap_err();
+        assert!(e.ends_with("claims 4294967295 uncompressed bytes"), "{e}");
     }
 
     #[test]

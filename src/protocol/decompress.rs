@@ -33,7 +33,8 @@ const XERIAL_MAGIC: &[u8; 16] = b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01
 /// would pass `limit`. Codec 0 and unknown codecs are the caller's to handle.
 pub fn decompress(codec: u8, raw: &[u8], limit: usize) -> Result<Bytes, String> {
     match codec {
-        1 => read_bounded(flate2::read::GzDecoder::new(raw), limit, "gzip"),
+        // every member, as Java's GZIPInputStream reads concatenated gzip streams
+        1 => read_bounded(flate2::read::MultiGzDecoder::new(raw), limit, "gzip"),
         2 => snappy(raw, limit),
         3 => {
             let d = lz4::Decoder::new(raw).map_err(|e| format!("lz4: {e}"))?;
@@ -164,6 +165,13 @@ mod tests {
         raw.extend_from_slice(&[0; 38]);
         let e = decompress(2, &raw, 999).unwrap_err();
         assert_eq!(e, "snappy: the records decompress to more than 999 bytes");
+    }
+
+    #[test]
+    fn concatenated_gzip_members_are_all_read() {
+        let mut two = compress(1, b"first ");
+        two.extend(compress(1, b"second"));
+        assert_eq!(decompress(1, &two, 1 << 20).unwrap(), &b"first second"[..]);
     }
 
     #[test]

@@ -216,9 +216,23 @@ fn records_section(h: &RecordBatchHeader, batch: &[u8]) -> Result<Bytes, Records
 /// record count or record lengths that disagree with the bytes.
 pub fn decode_records(batch: &[u8]) -> Result<BatchRecords, RecordsError> {
     let header = RecordBatchHeader::parse(batch).map_err(RecordsError::Batch)?;
-    let data = records_section(&header, batch)?;
     let count = usize::try_from(header.records_count)
         .map_err(|_| RecordsError::Malformed("negative record count"))?;
+    // The views cost ~100 bytes a record: with the section they stay within the same
+    // bound as the section alone (19 million 7-byte records fit 128 MiB, and their
+    // views would take 1.8 GB). Checked on the claimed count before decompressing (a
+    // count past the bound alone is refused without that work), then with the section.
+    let views = count.saturating_mul(std::mem::size_of::<RecordView>());
+    let data = if views > MAX_DECOMPRESSED_BYTES {
+        Bytes::new()
+    } else {
+        records_section(&header, batch)?
+    };
+    if views.saturating_add(data.len()) > MAX_DECOMPRESSED_BYTES {
+        return Err(RecordsError::Codec(format!(
+            "{count} records decode to more than {MAX_DECOMPRESSED_BYTES} bytes"
+        )));
+    }
     // Every record takes at least 7 bytes: do not trust the count for the allocation.
     let mut records = Vec::with_capacity(count.min(data.len() / 7 + 1));
     let mut pos = 0usize;
@@ -618,5 +632,27 @@ mod tests {
         b[at..at + 5].copy_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x0f]);
         let Err(RecordsError::Codec(e)) = decode_records(&b) else { panic!("decoded") };
         assert!(e.ends_with("claims 4294967295 uncompressed bytes"), "{e}");
+    }
+
+    /// Millions of minimal records fit the section bound but their views would not: the
+    /// decode is refused before the views are built (about 1.8 GB for 128 MiB of them).
+    #[test]
+    fn records_whose_views_pass_the_bound_are_refused() {
+        let h = RecordBatchHeader::parse(&encode(&sample(), Compression::None)).unwrap();
+        let n = MAX_DECOMPRESSED_BYTES / std::mem::size_of::<RecordView>() + 1;
+        // length 6, attributes, timestamp delta 0, offset delta 0, empty key, null value,
+        // no headers
+        let data = [0x0c, 0, 0, 0, 0, 1, 0].repeat(n);
+        let b = assemble(&h, n as i32, h.max_timestamp, &data);
+        let Err(RecordsError::Codec(e)) = decode_records(&b) else { panic!("decoded") };
+        assert_eq!(e, format!("{n} records decode to more than 134217728 bytes"));
+        // fewer records, but with the section past the bound
+        let m = (MAX_DECOMPRESSED_BYTES - 7 * n) / std::mem::size_of::<RecordView>() + 1;
+        let b = assemble(&h, m as i32, h.max_timestamp, &data);
+        let Err(RecordsError::Codec(e)) = decode_records(&b) else { panic!("decoded") };
+        assert_eq!(e, format!("{m} records decode to more than 134217728 bytes"));
+        let fewer = 1000;
+        let b = assemble(&h, fewer as i32, h.max_timestamp, &data[..7 * fewer]);
+        assert_eq!(decode_records(&b).unwrap().records.len(), fewer);
     }
 }

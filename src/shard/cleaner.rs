@@ -141,7 +141,7 @@ async fn clean_filthiest_first(logs: &[Compacted], limits: &CleanerLimits) -> Ve
         let now = now_ms();
         let mut weighed = Vec::with_capacity(logs.len());
         for (c, done) in logs.iter().zip(&mut done) {
-            if *done {
+            if *done || c.log.is_uncleanable() {
                 weighed.push(None);
                 continue;
             }
@@ -192,7 +192,16 @@ async fn clean(
         }
         Ok(None) => false,
         Err(e) => {
-            tracing::warn!(topic, partition, error = %e, "compaction pass failed");
+            // As Kafka's cleaner: a partition whose pass failed is not retried every
+            // round (the same batch would fail again, at the same cost); it stays
+            // uncleanable until it is opened again.
+            log.mark_uncleanable();
+            tracing::warn!(
+                topic,
+                partition,
+                error = %e,
+                "compaction pass failed; the partition is marked uncleanable until the broker restarts"
+            );
             false
         }
     }
@@ -295,6 +304,52 @@ mod tests {
                 assert_eq!(clean_filthiest_first(&logs, &limits).await, Vec::<usize>::new());
                 half.close().await.unwrap();
                 all.close().await.unwrap();
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+
+    /// A log whose pass fails (here a gzip batch whose records section is not gzip, CRC
+    /// valid) is marked uncleanable and not taken again, as Kafka's cleaner does; the
+    /// other log is still cleaned.
+    #[test]
+    fn a_log_whose_pass_fails_is_not_taken_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_path_buf();
+        glommio::LocalExecutorBuilder::default()
+            .spawn(move || async move {
+                let records = (0..5).map(|i| {
+                    (Some(Bytes::from(format!("k{i}"))), Some(Bytes::from_static(b"v")), 1_000)
+                });
+                let gz = crate::protocol::records::encode_plain_batch(records, Compression::Gzip);
+                let mut bad = gz.unwrap().to_vec();
+                let n = bad.len();
+                bad[crate::protocol::batch::RECORD_BATCH_OVERHEAD..n].fill(0x55);
+                let crc = crate::protocol::batch::compute_crc(&bad);
+                bad[17..21].copy_from_slice(&crc.to_be_bytes());
+                let broken = open(root.join("t-0")).await;
+                broken.append(Bytes::from(bad), 0).await.unwrap();
+                broken.append(keys("a", 5), 0).await.unwrap();
+                broken.roll_active().await.unwrap();
+                let fine = open(root.join("t-1")).await;
+                fine.append(keys("a", 20), 0).await.unwrap();
+                fine.append(keys("a", 20), 0).await.unwrap();
+                fine.roll_active().await.unwrap();
+
+                let logs = [compacted(&broken, 0), compacted(&fine, 1)];
+                let limits = CleanerLimits::default();
+                assert!(!broken.is_uncleanable());
+                let cleaned = clean_filthiest_first(&logs, &limits).await;
+                assert_eq!(cleaned.len(), 2, "{cleaned:?}");
+                assert!(broken.is_uncleanable() && !fine.is_uncleanable());
+                // The next rounds leave the broken log alone (the fine one is clean).
+                assert_eq!(clean_filthiest_first(&logs, &limits).await, Vec::<usize>::new());
+                broken.append(keys("b", 5), 0).await.unwrap();
+                broken.roll_active().await.unwrap();
+                assert_eq!(clean_filthiest_first(&logs, &limits).await, Vec::<usize>::new());
+                broken.close().await.unwrap();
+                fine.close().await.unwrap();
             })
             .unwrap()
             .join()
