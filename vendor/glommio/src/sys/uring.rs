@@ -1221,6 +1221,22 @@ impl UringCommon for SleepableRing {
     }
 }
 
+/// shardlog patch: whether the armed latency-ring timer (firing at `deadline`, `None`
+/// when there is none) can stay armed for this trip through [`Reactor::wait`] instead
+/// of being cancelled and armed again. Only while running (`preempt` is the preempt
+/// timer armed from `now`), and only when it fires no later than that timer would:
+/// it then preempts a little early, never late. Before sleeping (`preempt` is `None`)
+/// glommio's own path runs unchanged: the timer is removed and the next user timer is
+/// armed. (Keeping a timer across a sleep as well lost wake-ups: one round trip in ten
+/// of `tests/cross_core_wakeup.rs` waited for its 2 s timeout.) The caller also
+/// checks that the timer has not fired yet.
+fn keep_latency_timer(now: Instant, preempt: Option<Duration>, deadline: Option<Instant>) -> bool {
+    match (preempt, deadline) {
+        (Some(d), Some(deadline)) => deadline <= now + d,
+        _ => false,
+    }
+}
+
 pub(crate) struct Reactor {
     // FIXME: it is starting to feel we should clean this up to a Inner pattern
     main_ring: RefCell<SleepableRing>,
@@ -1228,6 +1244,8 @@ pub(crate) struct Reactor {
     poll_ring: RefCell<PollRing>,
 
     latency_preemption_timeout_src: Cell<Option<Source>>,
+    /// shardlog patch: when the armed latency-ring timer fires (its deadline).
+    latency_preemption_deadline: Cell<Option<Instant>>,
     throughput_preemption_timeout_src: Cell<Option<Source>>,
 
     link_fd: RawFd,
@@ -1359,6 +1377,7 @@ impl Reactor {
             latency_ring: RefCell::new(latency_ring),
             poll_ring: RefCell::new(poll_ring),
             latency_preemption_timeout_src: Cell::new(None),
+            latency_preemption_deadline: Cell::new(None),
             throughput_preemption_timeout_src: Cell::new(None),
             blocking_thread,
             link_fd,
@@ -1842,16 +1861,35 @@ impl Reactor {
         //
         // But if we will sleep, there might be a timer registered that needs
         // to be removed otherwise we'll wake up when it expires.
-        drop(self.latency_preemption_timeout_src.take());
+        //
+        // shardlog patch: while running, a latency timer that has not fired and fires
+        // no later than the preempt timer armed now would is kept, instead of being
+        // cancelled and armed again on every loop: that churn was two SQEs and up to
+        // two `io_uring_enter` per loop. See `keep_latency_timer`.
+        let now = Instant::now();
+        let preempt = preempt_timer();
+        let keep_latency_timer =
+            keep_latency_timer(now, preempt, self.latency_preemption_deadline.get())
+                && Self::timer_pending(&self.latency_preemption_timeout_src);
+        if !keep_latency_timer {
+            drop(self.latency_preemption_timeout_src.take());
+            self.latency_preemption_deadline.set(None);
+        }
 
         // Schedule the throughput-based timeout immediately: it won't matter if we end
-        // up sleeping.
-        self.throughput_preemption_timeout_src.replace(Some(
+        // up sleeping. shardlog patch: one that is still armed is kept (it then counts
+        // completions from when it was armed, so it can preempt early, never late);
+        // replacing it cost a cancel, a timeout and its linked eventfd write per loop.
+        let armed = self
+            .throughput_preemption_timeout_src
+            .take()
+            .filter(|src| src.result().is_none());
+        self.throughput_preemption_timeout_src.set(Some(armed.unwrap_or_else(|| {
             main_ring.prepare_throughput_preemption_timer(
                 self.ring_depth() as u32,
                 self.eventfd_src.raw(),
-            ),
-        ));
+            )
+        })));
 
         // This will only dispatch if we run out of sqes. Which means until
         // flush_rings! nothing is really send to the kernel...
@@ -1863,7 +1901,7 @@ impl Reactor {
         consume_rings!(into &mut woke; lat_ring, poll_ring, main_ring);
 
         // If we generated any event so far, we can't sleep. Need to handle them.
-        let should_sleep = preempt_timer().is_none()
+        let should_sleep = preempt.is_none()
             && (woke == 0)
             && poll_ring.can_sleep()
             && main_ring.can_sleep()
@@ -1875,6 +1913,7 @@ impl Reactor {
             if let Some(dur) = user_timer {
                 self.latency_preemption_timeout_src
                     .set(Some(lat_ring.prepare_latency_preemption_timer(dur)));
+                self.latency_preemption_deadline.set(Some(now + dur));
                 assert!(flush_rings!(lat_ring)? > 0);
             }
             // From this moment on the remote executors are aware that we are sleeping
@@ -1903,10 +1942,13 @@ impl Reactor {
             }
         }
 
-        if let Some(preempt) = preempt_timer() {
-            self.latency_preemption_timeout_src
-                .set(Some(lat_ring.prepare_latency_preemption_timer(preempt)));
-            flush_rings!(lat_ring, main_ring)?;
+        if let Some(preempt) = preempt {
+            if !keep_latency_timer {
+                self.latency_preemption_timeout_src
+                    .set(Some(lat_ring.prepare_latency_preemption_timer(preempt)));
+                self.latency_preemption_deadline.set(Some(Instant::now() + preempt));
+                flush_rings!(lat_ring, main_ring)?;
+            }
         }
 
         // A Note about `need_preempt`:
@@ -1917,6 +1959,15 @@ impl Reactor {
         // need_preempt() should be false at this point. As soon as the next event
         // in the preempt ring completes, though, then it will be true.
         Ok(should_sleep)
+    }
+
+    /// shardlog patch: true when `timer` holds a timeout source that has not
+    /// completed (not fired, not cancelled).
+    fn timer_pending(timer: &Cell<Option<Source>>) -> bool {
+        let src = timer.take();
+        let pending = src.as_ref().is_some_and(|s| s.result().is_none());
+        timer.set(src);
+        pending
     }
 
     pub(crate) fn flush_syscall_thread(&self) -> usize {
@@ -2058,6 +2109,22 @@ mod tests {
     use std::time::Instant;
 
     use super::*;
+
+    #[test]
+    fn latency_timer_kept_only_if_it_fires_no_later() {
+        let now = Instant::now();
+        let ms = Duration::from_millis;
+        // Running (preempt timer 100 ms): an armed timer firing within it is kept.
+        assert!(keep_latency_timer(now, Some(ms(100)), Some(now + ms(40))));
+        assert!(keep_latency_timer(now, Some(ms(100)), Some(now + ms(100))));
+        // ... one firing later (a 10 s user timer armed before a sleep) is replaced.
+        assert!(!keep_latency_timer(now, Some(ms(100)), Some(now + ms(101))));
+        assert!(!keep_latency_timer(now, Some(ms(100)), Some(now + ms(10_000))));
+        // Going to sleep: never kept.
+        assert!(!keep_latency_timer(now, None, Some(now + ms(1))));
+        // Nothing armed.
+        assert!(!keep_latency_timer(now, Some(ms(100)), None));
+    }
 
     #[test]
     fn timeout_smoke_test() {

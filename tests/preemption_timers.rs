@@ -1,0 +1,113 @@
+//! The vendored glommio's preemption timers (SHARDLOG-PATCH.md, change 6): an armed
+//! latency-ring timer is kept across trips through the reactor when it fires no later
+//! than the one glommio would arm, instead of being cancelled and armed again every
+//! loop. These tests pin the two ways that could go wrong: a timer armed before a sleep
+//! for a far-away user timer must not be kept as the preempt timer once the executor
+//! runs again (preemption would stop for seconds), and user timers must still wake a
+//! sleeping executor.
+
+use std::time::{Duration, Instant};
+
+use glommio::channels::shared_channel;
+use glommio::{Latency, LocalExecutorBuilder, Shares};
+
+/// Preempt timer of the executors below.
+const PREEMPT: Duration = Duration::from_millis(20);
+
+/// How long the busy task runs, and the fewest preemptions it must see in that time
+/// (one every `PREEMPT` would be 15).
+const BUSY: Duration = Duration::from_millis(300);
+const MIN_PREEMPTIONS: u32 = 5;
+
+#[test]
+fn preemption_resumes_after_a_sleep_armed_for_a_far_user_timer() {
+    let (wake_tx, wake_rx) = shared_channel::new_bounded::<u32>(1);
+    // Woken by another thread, not by a timer: the executor sleeps with only the
+    // 5 s timer below armed, and that armed timer is still pending when it runs.
+    let waker = std::thread::spawn(move || {
+        LocalExecutorBuilder::default()
+            .name("waker")
+            .spawn(move || async move {
+                let tx = wake_tx.connect().await;
+                glommio::timer::sleep(Duration::from_millis(100)).await;
+                tx.send(1).await.expect("wake sent");
+            })
+            .expect("waker executor")
+            .join()
+            .expect("waker ran");
+    });
+    let preemptions = LocalExecutorBuilder::default()
+        .name("busy")
+        .preempt_timer(PREEMPT)
+        .spawn(move || async move {
+            let far = glommio::spawn_local(glommio::timer::sleep(Duration::from_secs(5)));
+            let rx = wake_rx.connect().await;
+            assert_eq!(rx.recv().await, Some(1));
+            let tq = glommio::executor().create_task_queue(
+                Shares::default(),
+                Latency::NotImportant,
+                "busy",
+            );
+            let busy = glommio::spawn_local_into(
+                async {
+                    let started = Instant::now();
+                    let mut preemptions = 0;
+                    while started.elapsed() < BUSY {
+                        if glommio::executor().need_preempt() {
+                            preemptions += 1;
+                            glommio::yield_if_needed().await;
+                        }
+                    }
+                    preemptions
+                },
+                tq,
+            )
+            .expect("busy task");
+            let preemptions = busy.await;
+            far.cancel().await;
+            preemptions
+        })
+        .expect("busy executor")
+        .join()
+        .expect("busy ran");
+    waker.join().expect("waker thread");
+    assert!(
+        preemptions >= MIN_PREEMPTIONS,
+        "{preemptions} preemptions in {BUSY:?} with a {PREEMPT:?} preempt timer"
+    );
+}
+
+/// Preempt timer of the sleeping executor: long, so that a sleep woken by the armed
+/// preempt timer instead of its own would be late by hundreds of ms.
+const LONG_PREEMPT: Duration = Duration::from_millis(500);
+
+#[test]
+fn user_timers_wake_a_sleeping_executor_after_busy_periods() {
+    let late = LocalExecutorBuilder::default()
+        .name("sleeper")
+        .preempt_timer(LONG_PREEMPT)
+        .spawn(|| async {
+            let mut latest = Duration::ZERO;
+            for round in 0..20u64 {
+                // Busy for a while (a preempt timer is armed), then sleep: the
+                // sleep's timer is shorter or longer than what is armed.
+                let busy_until = Instant::now() + Duration::from_millis(round % 4 * 10);
+                while Instant::now() < busy_until {
+                    glommio::yield_if_needed().await;
+                }
+                let want = Duration::from_millis(5 + round % 3 * 20);
+                let started = Instant::now();
+                glommio::timer::sleep(want).await;
+                let took = started.elapsed();
+                assert!(took >= want, "round {round}: slept {took:?} for {want:?}");
+                latest = latest.max(took - want);
+            }
+            latest
+        })
+        .expect("sleeper executor")
+        .join()
+        .expect("sleeper ran");
+    // A sleep that waited for the armed preempt timer (up to 500 ms away) would be
+    // late by hundreds of ms; scheduling noise is far below the bound.
+    assert!(late < Duration::from_millis(200), "a sleep woke {late:?} late");
+}
