@@ -478,7 +478,14 @@ class Bench(LimitsMixin):
                 say(f"{b.name}: restarting fresh for {w} (a limits workload starts from an empty broker)")
                 self.fresh(b, w)
             if not b.alive():
-                say(f"{b.name} is down; restarting it fresh for {w}")
+                # Keep the log of the broker that went down: start() truncates it.
+                kept = b.log.with_name(f"{b.log.stem}-down-before-{w}.log")
+                rc = b.proc.returncode if b.proc is not None else None
+                if b.log.exists():
+                    shutil.copyfile(b.log, kept)
+                say(f"{b.name} is down (exit code {rc}; its log: {rel(kept)}); restarting it fresh for {w}")
+                say("    log tail: " + tail(b.log, 8).replace("\n", "\n    "))
+                self.broker_events.append(f"{b.name} went down before {w} (exit code {rc}); log kept in {rel(kept)}")
                 try:
                     b.stop()
                     b.start()
