@@ -1,7 +1,7 @@
-//! The vendored glommio's preemption timers (SHARDLOG-PATCH.md, change 6): an armed
-//! latency-ring timer is kept across trips through the reactor when it fires no later
-//! than the one glommio would arm, instead of being cancelled and armed again every
-//! loop. These tests pin the two ways that could go wrong: a timer armed before a sleep
+//! The vendored glommio's preempt timer (SHARDLOG-PATCH.md, change 6): while the
+//! executor runs, an armed latency-ring timer is kept across trips through the reactor
+//! when it fires no later than the one glommio would arm, instead of being cancelled
+//! and armed again every loop. These tests pin the two ways that could go wrong: a timer armed before a sleep
 //! for a far-away user timer must not be kept as the preempt timer once the executor
 //! runs again (preemption would stop for seconds), and user timers must still wake a
 //! sleeping executor.
