@@ -276,38 +276,43 @@ mod tests {
         Compacted { log: log.clone(), policy, topic: "t".into(), partition }
     }
 
-    #[test]
-    fn the_dirtier_log_is_cleaned_first_then_the_other_then_none() {
+    /// Runs `test` on a new glommio executor with a fresh temporary directory.
+    fn on_executor<F, Fut>(test: F)
+    where
+        F: FnOnce(std::path::PathBuf) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + 'static,
+    {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().to_path_buf();
-        glommio::LocalExecutorBuilder::default()
-            .spawn(move || async move {
-                // Partition 0: half cleaned (ratio about 0.5); partition 1: all dirty (1.0).
-                let half = open(root.join("t-0")).await;
-                half.append(keys("a", 20), 0).await.unwrap();
-                half.roll_active().await.unwrap();
-                let policy = compacted(&half, 0).policy;
-                let limits = CleanerLimits::default();
-                half.compact(&policy, &limits, now_ms(), true).await.unwrap().unwrap();
-                half.append(keys("b", 20), 0).await.unwrap();
-                half.roll_active().await.unwrap();
-                let all = open(root.join("t-1")).await;
-                all.append(keys("a", 20), 0).await.unwrap();
-                all.roll_active().await.unwrap();
+        glommio::LocalExecutorBuilder::default().spawn(move || test(root)).unwrap().join().unwrap();
+    }
 
-                let logs = [compacted(&half, 0), compacted(&all, 1)];
-                let r0 = half.to_clean(&policy, now_ms()).await.unwrap().cleanable_ratio();
-                let r1 = all.to_clean(&policy, now_ms()).await.unwrap().cleanable_ratio();
-                assert!(0.4 < r0 && r0 < 0.6 && r1 == 1.0, "{r0} {r1}");
-                assert_eq!(clean_filthiest_first(&logs, &limits).await, vec![1, 0]);
-                // Both are clean now: the next round cleans nothing.
-                assert_eq!(clean_filthiest_first(&logs, &limits).await, Vec::<usize>::new());
-                half.close().await.unwrap();
-                all.close().await.unwrap();
-            })
-            .unwrap()
-            .join()
-            .unwrap();
+    #[test]
+    fn the_dirtier_log_is_cleaned_first_then_the_other_then_none() {
+        on_executor(|root| async move {
+            // Partition 0: half cleaned (ratio about 0.5); partition 1: all dirty (1.0).
+            let half = open(root.join("t-0")).await;
+            half.append(keys("a", 20), 0).await.unwrap();
+            half.roll_active().await.unwrap();
+            let policy = compacted(&half, 0).policy;
+            let limits = CleanerLimits::default();
+            half.compact(&policy, &limits, now_ms(), true).await.unwrap().unwrap();
+            half.append(keys("b", 20), 0).await.unwrap();
+            half.roll_active().await.unwrap();
+            let all = open(root.join("t-1")).await;
+            all.append(keys("a", 20), 0).await.unwrap();
+            all.roll_active().await.unwrap();
+
+            let logs = [compacted(&half, 0), compacted(&all, 1)];
+            let r0 = half.to_clean(&policy, now_ms()).await.unwrap().cleanable_ratio();
+            let r1 = all.to_clean(&policy, now_ms()).await.unwrap().cleanable_ratio();
+            assert!(0.4 < r0 && r0 < 0.6 && r1 == 1.0, "{r0} {r1}");
+            assert_eq!(clean_filthiest_first(&logs, &limits).await, vec![1, 0]);
+            // Both are clean now: the next round cleans nothing.
+            assert_eq!(clean_filthiest_first(&logs, &limits).await, Vec::<usize>::new());
+            half.close().await.unwrap();
+            all.close().await.unwrap();
+        });
     }
 
     /// A log whose pass fails (here a gzip batch whose records section is not gzip, CRC
@@ -315,45 +320,39 @@ mod tests {
     /// other log is still cleaned.
     #[test]
     fn a_log_whose_pass_fails_is_not_taken_again() {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().to_path_buf();
-        glommio::LocalExecutorBuilder::default()
-            .spawn(move || async move {
-                let records = (0..5).map(|i| {
-                    (Some(Bytes::from(format!("k{i}"))), Some(Bytes::from_static(b"v")), 1_000)
-                });
-                let gz = crate::protocol::records::encode_plain_batch(records, Compression::Gzip);
-                let mut bad = gz.unwrap().to_vec();
-                let n = bad.len();
-                bad[crate::protocol::batch::RECORD_BATCH_OVERHEAD..n].fill(0x55);
-                let crc = crate::protocol::batch::compute_crc(&bad);
-                bad[17..21].copy_from_slice(&crc.to_be_bytes());
-                let broken = open(root.join("t-0")).await;
-                broken.append(Bytes::from(bad), 0).await.unwrap();
-                broken.append(keys("a", 5), 0).await.unwrap();
-                broken.roll_active().await.unwrap();
-                let fine = open(root.join("t-1")).await;
-                fine.append(keys("a", 20), 0).await.unwrap();
-                fine.append(keys("a", 20), 0).await.unwrap();
-                fine.roll_active().await.unwrap();
+        on_executor(|root| async move {
+            let records = (0..5).map(|i| {
+                (Some(Bytes::from(format!("k{i}"))), Some(Bytes::from_static(b"v")), 1_000)
+            });
+            let gz = crate::protocol::records::encode_plain_batch(records, Compression::Gzip);
+            let mut bad = gz.unwrap().to_vec();
+            let n = bad.len();
+            bad[crate::protocol::batch::RECORD_BATCH_OVERHEAD..n].fill(0x55);
+            let crc = crate::protocol::batch::compute_crc(&bad);
+            bad[17..21].copy_from_slice(&crc.to_be_bytes());
+            let broken = open(root.join("t-0")).await;
+            broken.append(Bytes::from(bad), 0).await.unwrap();
+            broken.append(keys("a", 5), 0).await.unwrap();
+            broken.roll_active().await.unwrap();
+            let fine = open(root.join("t-1")).await;
+            fine.append(keys("a", 20), 0).await.unwrap();
+            fine.append(keys("a", 20), 0).await.unwrap();
+            fine.roll_active().await.unwrap();
 
-                let logs = [compacted(&broken, 0), compacted(&fine, 1)];
-                let limits = CleanerLimits::default();
-                assert!(!broken.is_uncleanable());
-                let cleaned = clean_filthiest_first(&logs, &limits).await;
-                assert_eq!(cleaned.len(), 2, "{cleaned:?}");
-                assert!(broken.is_uncleanable() && !fine.is_uncleanable());
-                // The next rounds leave the broken log alone (the fine one is clean).
-                assert_eq!(clean_filthiest_first(&logs, &limits).await, Vec::<usize>::new());
-                broken.append(keys("b", 5), 0).await.unwrap();
-                broken.roll_active().await.unwrap();
-                assert_eq!(clean_filthiest_first(&logs, &limits).await, Vec::<usize>::new());
-                broken.close().await.unwrap();
-                fine.close().await.unwrap();
-            })
-            .unwrap()
-            .join()
-            .unwrap();
+            let logs = [compacted(&broken, 0), compacted(&fine, 1)];
+            let limits = CleanerLimits::default();
+            assert!(!broken.is_uncleanable());
+            let cleaned = clean_filthiest_first(&logs, &limits).await;
+            assert_eq!(cleaned.len(), 2, "{cleaned:?}");
+            assert!(broken.is_uncleanable() && !fine.is_uncleanable());
+            // The next rounds leave the broken log alone (the fine one is clean).
+            assert_eq!(clean_filthiest_first(&logs, &limits).await, Vec::<usize>::new());
+            broken.append(keys("b", 5), 0).await.unwrap();
+            broken.roll_active().await.unwrap();
+            assert_eq!(clean_filthiest_first(&logs, &limits).await, Vec::<usize>::new());
+            broken.close().await.unwrap();
+            fine.close().await.unwrap();
+        });
     }
 
     fn weighed(dirty_bytes: u64, delay_ms: i64, horizon_due: bool) -> Option<LogToClean> {
