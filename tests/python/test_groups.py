@@ -379,13 +379,22 @@ def run_member_churn(broker, make_member, topic: str, group: str):
         m.start()
     try:
         wait_assignment(members, [2, 2, 2], what="of the first three members")
-        producer = threading.Thread(target=produce_known, args=(broker.bootstrap, topic, PARTS, PER_PARTITION),
-                                    daemon=True)
-        producer.start()
-        wait_until(lambda: tracker.n_distinct() >= 20_000 or tracker.errors, 120, what="20,000 records processed")
+        # The first half is produced and processed before the victim is told to stop; the
+        # second half is produced only then. The victim's next batch is therefore sure to
+        # hold records it processes and never commits. (Stopping it while a single producer
+        # ran let it catch up on its own partitions first at times: no batch came within
+        # its 15 s, and it closed with nothing uncommitted.)
+        half = PER_PARTITION // 2
+        produce_known(broker.bootstrap, topic, PARTS, half)
+        wait_until(lambda: tracker.n_distinct() >= PARTS * half or tracker.errors, 120,
+                   what=f"{PARTS * half} records processed")
 
         victim = members[0]
         victim.stop_abruptly()
+        producer = threading.Thread(target=produce_known,
+                                    args=(broker.bootstrap, topic, PARTS, PER_PARTITION - half),
+                                    kwargs={"start": half}, daemon=True)
+        producer.start()
         wait_until(victim.finished.is_set, 60, what="the stopped member to close")
         victim.join()
         newcomer = make_member(f"{group}-m3", tracker).start()
