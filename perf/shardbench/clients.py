@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .common import JVM_PERF_OPTS, KAFKA_DIR, LIBS, MIB, RDPERF, ROOT, BenchError, Result, fill_latency
+from .common import CLK_TCK, JVM_PERF_OPTS, KAFKA_DIR, LIBS, MIB, RDPERF, ROOT, BenchError, Result, fill_latency
 
 # ---------------------------------------------------------------- running clients
 
@@ -28,6 +28,31 @@ class Proc:
     seconds: float
     cpu: float  # client CPU seconds (user+sys)
     timed_out: bool = False
+    # The client's busiest thread (most CPU seconds, sampled every ~0.25 s while it ran, so
+    # up to 0.25 s of its last work is missed): its name and CPU seconds. A thread near the
+    # whole elapsed time means the client, not the broker, set the pace.
+    top_thread: Optional[str] = None
+    top_thread_cpu: Optional[float] = None
+
+
+def thread_cpu_ticks(pid: int) -> dict[int, tuple[str, int]]:
+    """{tid: (thread name, utime+stime in clock ticks)} of every thread of `pid` now; {}
+    once the process is gone."""
+    out: dict[int, tuple[str, int]] = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                data = f.read()
+        except OSError:
+            continue
+        name = data[data.index("(") + 1:data.rindex(")")]
+        fields = data[data.rindex(")") + 2:].split()
+        out[int(tid)] = (name, int(fields[11]) + int(fields[12]))
+    return out
 
 
 def run_cmd(cmd: list[str], timeout: float, env=None, cwd=ROOT, alive=None) -> Proc:
@@ -50,7 +75,12 @@ def run_cmd(cmd: list[str], timeout: float, env=None, cwd=ROOT, alive=None) -> P
     timed_out = False
     deadline = start + timeout
     dead_since = None
+    threads: dict[int, tuple[str, int]] = {}
+    next_sample = start
     while True:
+        if time.monotonic() >= next_sample:
+            threads.update(thread_cpu_ticks(p.pid))
+            next_sample = time.monotonic() + 0.25
         try:
             pid, status, ru = os.wait4(p.pid, os.WNOHANG)
         except ChildProcessError:
@@ -75,7 +105,9 @@ def run_cmd(cmd: list[str], timeout: float, env=None, cwd=ROOT, alive=None) -> P
     for t in ts:
         t.join(timeout=5)
     cpu = (ru.ru_utime + ru.ru_stime) if ru is not None else 0.0
-    return Proc(p.returncode, "".join(out_chunks), "".join(err_chunks), time.monotonic() - start, cpu, timed_out)
+    top = max(threads.values(), key=lambda t: t[1], default=None)
+    return Proc(p.returncode, "".join(out_chunks), "".join(err_chunks), time.monotonic() - start, cpu, timed_out,
+                top[0] if top else None, top[1] / CLK_TCK if top else None)
 
 
 def java_tool(cls: str, args: list[str]) -> list[str]:

@@ -121,6 +121,10 @@ class Result:
     cpu_per_gb: Optional[float] = None
     peak_rss_mib: Optional[float] = None
     client_cpu: Optional[float] = None
+    # the client's busiest thread: its name and its CPU seconds as a share of the elapsed
+    # time, in % of one core (clients.Proc.top_thread)
+    client_top_thread: Optional[str] = None
+    client_top_thread_pct: Optional[float] = None
     notes: list = field(default_factory=list)
     commands: list = field(default_factory=list)
     figures: dict = field(default_factory=dict)  # a limits workload's own figures (report.FIGURES)

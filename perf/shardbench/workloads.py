@@ -8,6 +8,8 @@ workload runs against it:
   produce-small    100 B records, otherwise the same
   produce-rate     fixed offered load (half of Kafka's produce-max records/s): latency
   consume-max      read the produce-max topic back from offset 0
+  consume-cold     the same after a broker restart and a dropped page cache (both read
+                   from the disk)
   produce-txn      produce-max's records from a transactional Java producer, a transaction
                    every 100 ms (issue 12)
   many-partitions  1,000 partitions, 1 KiB records
@@ -37,7 +39,8 @@ import threading
 import time
 from typing import Optional
 
-from .brokers import Broker, Shardlog, established, proc_cpu_seconds, proc_status_kib, reset_hwm
+from . import kproto
+from .brokers import Broker, Shardlog, established, port_open, proc_cpu_seconds, proc_status_kib, reset_hwm
 from .clients import (Proc, create_topic_cmd, java_consumer_cmd, java_producer_cmd, parse_java_consumer,
                       parse_java_producer, parse_rdkafka_consumer, parse_rdkafka_producer, rdkafka_consumer_cmd,
                       rdkafka_producer_cmd, run_cmd)
@@ -45,8 +48,8 @@ from .common import MIB, RDPERF, ROOT, RUN, BenchError, Result, Ticker, fill_lat
 from .limits import LIMIT_WORKLOADS, LimitsMixin
 from .tls import java_client_props, rdkafka_client_args
 
-WORKLOADS = ["produce-max", "produce-max-tls", "produce-small", "produce-rate", "consume-max", "produce-txn", "many-partitions",
-             "many-connections"]
+WORKLOADS = ["produce-max", "produce-max-tls", "produce-small", "produce-rate", "consume-max", "consume-cold",
+             "produce-txn", "many-partitions", "many-connections"]
 ALL_WORKLOADS = WORKLOADS + LIMIT_WORKLOADS
 # The workloads that need the brokers' SSL listener (and so the run's certificates).
 TLS_WORKLOADS = ["produce-max-tls"]
@@ -100,6 +103,9 @@ class Bench(LimitsMixin):
             res.peak_rss_mib = proc_status_kib(broker.pid, "VmHWM") / 1024
         res.client_cpu = p.cpu
         res.seconds = p.seconds
+        if p.top_thread_cpu is not None and p.seconds > 0:
+            res.client_top_thread = p.top_thread
+            res.client_top_thread_pct = 100 * p.top_thread_cpu / p.seconds
         try:
             if p.timed_out:
                 raise BenchError(f"client timed out after {p.seconds:.0f} s")
@@ -281,27 +287,83 @@ class Bench(LimitsMixin):
         self.java_producer(b, "produce-rate", "bench-rate", n, 1024, rate=rate,
                            extra=["--warmup-records", str(warmup)])
 
-    def w_consume_max(self, b: Broker):
+    def fill_for_consume(self, b: Broker, workload: str) -> int:
+        """Records in the produce-max topic: what produce-max wrote in this run, or, when it
+        did not run, a fill with rdkafka_performance (not reported as produce-max); 0 if the
+        fill failed (recorded as a failed `workload`)."""
         produced = sum(r.records for r in self.results
                        if r.broker == b.name and r.workload == "produce-max" and r.ok)
+        if produced:
+            return produced
+        if any(r.broker == b.name and r.workload in ("consume-max", "consume-cold") and r.client == "fill"
+               and r.ok for r in self.results):
+            return self.sizes["max_records"]
+        self.create_topic(b, "bench-max", 4)
+        n = self.sizes["max_records"]
+        cmd = rdkafka_producer_cmd(b.bootstrap, "bench-max", n, 1024)
+        self.commands.append((f"{b.name}: fill bench-max for {workload}", rel(shlex.join(cmd))))
+        with Ticker(f"{b.name} | {workload}: filling topic"):
+            p = run_cmd(cmd, self.sizes["timeout"])
+        if p.rc != 0:
+            self.results.append(Result(b.name, workload, "fill", ok=False, error=p.err[-1500:]))
+            return 0
+        return n
+
+    def w_consume_max(self, b: Broker):
+        produced = self.fill_for_consume(b, "consume-max")
         if not produced:
-            # run on its own: fill the topic first (not reported as produce-max)
-            self.create_topic(b, "bench-max", 4)
-            n = self.sizes["max_records"]
-            cmd = rdkafka_producer_cmd(b.bootstrap, "bench-max", n, 1024)
-            self.commands.append((f"{b.name}: fill bench-max for consume-max", rel(shlex.join(cmd))))
-            with Ticker(f"{b.name} | consume-max: filling topic"):
-                p = run_cmd(cmd, self.sizes["timeout"])
-            if p.rc != 0:
-                r = Result(b.name, "consume-max", "fill", ok=False, error=p.err[-1500:])
-                self.results.append(r)
-                return
-            produced = n
+            return
         time.sleep(1)
         cmd = java_consumer_cmd(b.bootstrap, "bench-max", produced)
         self.step(b, "consume-max", "java", cmd, parse_java_consumer(1024))
         cmd = rdkafka_consumer_cmd(b.bootstrap, "bench-max", produced)
         self.step(b, "consume-max", "rdkafka", cmd, parse_rdkafka_consumer)
+
+    def restart_cold(self, b: Broker) -> Optional[str]:
+        """Stops the broker (SIGTERM), writes back and drops the kernel's page cache
+        (`sync; echo 3 > /proc/sys/vm/drop_caches`), starts it again on its data dir and waits
+        until Metadata shows the produce-max topic's 4 partitions with a leader. Returns an
+        error, or None; a page cache that could not be dropped (not root) is a note on the
+        run's events, not an error."""
+        rc = b.stop()
+        if rc not in (0, None) and not (b.name == "kafka" and rc == 143):
+            self.broker_events.append(f"{b.name} exited with code {rc} on SIGTERM before consume-cold")
+        subprocess.run(["sync"], check=False)
+        try:
+            with open("/proc/sys/vm/drop_caches", "w") as f:
+                f.write("3\n")
+        except OSError as e:
+            msg = f"consume-cold: the page cache was not dropped ({e}); Kafka may read from memory"
+            if msg not in self.broker_events:
+                self.broker_events.append(msg)
+        t0 = b.relaunch()
+        while time.monotonic() - t0 < 120:
+            if not b.alive():
+                return f"{b.name} exited during the restart (rc {b.proc.returncode}); log tail:\n{tail(b.log)}"
+            if port_open(b.port):
+                got = kproto.metadata_ready(b.port, "bench-max")
+                if got and got[0] == 4:
+                    return None
+            time.sleep(0.2)
+        return f"{b.name} did not serve bench-max's 4 partitions within 120 s of its restart; log tail:\n{tail(b.log)}"
+
+    def w_consume_cold(self, b: Broker):
+        """PERF.md's consume-cold: before each client, the broker is restarted and the page
+        cache dropped, so both brokers read the produce-max topic from the disk (shardlog's
+        batch cache starts empty; Kafka's page cache is empty)."""
+        produced = self.fill_for_consume(b, "consume-cold")
+        if not produced:
+            return
+        for client, cmd, parse in [
+                ("java", lambda: java_consumer_cmd(b.bootstrap, "bench-max", produced), parse_java_consumer(1024)),
+                ("rdkafka", lambda: rdkafka_consumer_cmd(b.bootstrap, "bench-max", produced),
+                 parse_rdkafka_consumer)]:
+            err = self.restart_cold(b)
+            if err:
+                say(f"    -> consume-cold ({client}) failed: {err.splitlines()[0]}")
+                self.results.append(Result(b.name, "consume-cold", client, ok=False, error=err))
+                continue
+            self.step(b, "consume-cold", client, cmd(), parse)
 
     def w_many_partitions(self, b: Broker):
         with Ticker(f"{b.name} | many-partitions: creating 1,000 partitions"):
@@ -469,6 +531,7 @@ class Bench(LimitsMixin):
         fn = {"produce-max": self.w_produce_max, "produce-max-tls": self.w_produce_max_tls,
               "produce-small": self.w_produce_small,
               "produce-rate": self.w_produce_rate, "consume-max": self.w_consume_max,
+              "consume-cold": self.w_consume_cold,
               "produce-txn": self.w_produce_txn,
               "many-partitions": self.w_many_partitions, "many-connections": self.w_many_connections,
               "producers-unthrottled": self.w_producers_unthrottled,
