@@ -129,6 +129,22 @@ class Result:
     commands: list = field(default_factory=list)
     figures: dict = field(default_factory=dict)  # a limits workload's own figures (report.FIGURES)
 
+    @property
+    def total_cpu_per_gb(self) -> Optional[float]:
+        """Client and broker CPU seconds per GB moved. Where both share a machine that they
+        keep busy, throughput is set by this sum, not by the broker's share alone."""
+        if not self.cpu_per_gb or not self.broker_cpu or self.client_cpu is None:
+            return None
+        return self.cpu_per_gb * (self.broker_cpu + self.client_cpu) / self.broker_cpu
+
+    @property
+    def cores_busy(self) -> Optional[float]:
+        """Client plus broker CPU seconds over the client's elapsed time: how many cores the
+        two kept busy (JVM start included)."""
+        if self.broker_cpu is None or self.client_cpu is None or not self.seconds:
+            return None
+        return (self.broker_cpu + self.client_cpu) / self.seconds
+
 
 def result_dict(r: Result) -> dict:
     """A Result for the JSON file; `figures` only where a limits workload filled it, so the

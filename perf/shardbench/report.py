@@ -128,6 +128,8 @@ METRICS = [("MiB/s", "mibps", 1), ("records/s", "rps", 0), ("latency p50 (ms)", 
            ("broker CPU (s)", "broker_cpu", 1), ("broker CPU-s per GB", "cpu_per_gb", 2),
            ("broker peak RSS (MiB)", "peak_rss_mib", 0), ("client CPU (s)", "client_cpu", 1),
            ("client's busiest thread (% of a core)", "client_top_thread_pct", 0),
+           ("client + broker CPU-s per GB", "total_cpu_per_gb", 2),
+           ("cores busy, client + broker", "cores_busy", 2),
            ("records", "records", 0), ("elapsed (s)", "seconds", 1)]
 
 
