@@ -126,6 +126,8 @@ def main(argv=None):
         which = []
         if opts.profile or any("produce" in t["name"] or "CPU" in t["name"] for t in short):
             which.append("produce-max")
+        if opts.profile or any("produce-small" in t["name"] for t in short):
+            which.append("produce-small")
         if opts.profile or any("consume" in t["name"] for t in short):
             which.append("consume-max")
         bench.run_profile(which or ["produce-max"])

@@ -499,7 +499,7 @@ def write_report(bench: Bench, out_dir: Path, full: bool) -> Path:
         L.append("")
         if "error" in bench.profile:
             L.append(f"Profile not taken: {bench.profile['error']}")
-        for w in ("produce-max", "consume-max"):
+        for w in ("produce-max", "produce-small", "consume-max"):
             if w in bench.profile:
                 L.append(f"shardlog during {w}, `perf report --no-children --sort dso,symbol` (self time, ≥ 1.5%; "
                          "`[k]` kernel, `[.]` user space):")

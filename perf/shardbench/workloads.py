@@ -589,6 +589,8 @@ class Bench(LimitsMixin):
             b.start()
             self.create_topic(b, "bench-max", 4)
             n = self.sizes["max_records"] // (2 if not self.opts.quick else 1)
+            if "produce-small" in which:
+                self.create_topic(b, "bench-small", 4)
             for w in which:
                 data = RUN / f"perf-{w}.data"
                 rec = ["perf", "record", "-F", "499", "-g", "-p", str(b.pid), "-o", str(data)]
@@ -596,6 +598,9 @@ class Bench(LimitsMixin):
                 time.sleep(1)
                 if w == "produce-max":
                     cmd = java_producer_cmd(b.bootstrap, "bench-max", n, 1024)
+                elif w == "produce-small":
+                    # after the produce-max profile: the batch cache has filled once, as in the run
+                    cmd = java_producer_cmd(b.bootstrap, "bench-small", self.sizes["small_records"] // 2, 100)
                 else:
                     cmd = rdkafka_consumer_cmd(b.bootstrap, "bench-max", 10 ** 9)
                 with Ticker(f"profile | shardlog {w}"):
