@@ -379,21 +379,25 @@ def run_member_churn(broker, make_member, topic: str, group: str):
         m.start()
     try:
         wait_assignment(members, [2, 2, 2], what="of the first three members")
-        # The first half is produced and processed before the victim is told to stop; the
-        # second half is produced only then. The victim's next batch is therefore sure to
-        # hold records it processes and never commits. (Stopping it while a single producer
-        # ran let it catch up on its own partitions first at times: no batch came within
-        # its 15 s, and it closed with nothing uncommitted.)
-        half = PER_PARTITION // 2
-        produce_known(broker.bootstrap, topic, PARTS, half)
-        wait_until(lambda: tracker.n_distinct() >= PARTS * half or tracker.errors, 120,
-                   what=f"{PARTS * half} records processed")
+        # Two thirds of the records are produced first, and the victim is told to stop once
+        # 20,000 have been processed, while the group is still busy. The last third is produced
+        # only after that (and after the first part is flushed, so offsets stay the indexes).
+        # The victim's next batch is therefore sure to hold records that it processes and never
+        # commits: its own backlog, or the last third. With one producer for everything, the
+        # victim had at times caught up on its partitions before the stop. No batch then came
+        # within its 15 s, and it closed with nothing uncommitted.
+        first = PER_PARTITION * 2 // 3
+        producer = threading.Thread(target=produce_known, args=(broker.bootstrap, topic, PARTS, first), daemon=True)
+        producer.start()
+        wait_until(lambda: tracker.n_distinct() >= 20_000 or tracker.errors, 120, what="20,000 records processed")
 
         victim = members[0]
         victim.stop_abruptly()
+        producer.join(120)
+        assert not producer.is_alive(), "the first producer did not finish within 120s"
         producer = threading.Thread(target=produce_known,
-                                    args=(broker.bootstrap, topic, PARTS, PER_PARTITION - half),
-                                    kwargs={"start": half}, daemon=True)
+                                    args=(broker.bootstrap, topic, PARTS, PER_PARTITION - first),
+                                    kwargs={"start": first}, daemon=True)
         producer.start()
         wait_until(victim.finished.is_set, 60, what="the stopped member to close")
         victim.join()
