@@ -70,7 +70,6 @@ class Bench(LimitsMixin):
         self.versions: dict = {}
         self.rate_used: dict = {}
         self.filled: dict = {}  # broker name -> records put in bench-max by fill_for_consume
-        self.cache_not_dropped: Optional[str] = None  # consume-cold: why drop_caches failed
         self.profile: dict = {}
         self.loadavg: dict = {}
         q = opts.quick
@@ -323,33 +322,34 @@ class Bench(LimitsMixin):
         cmd = rdkafka_consumer_cmd(b.bootstrap, "bench-max", produced)
         self.step(b, "consume-max", "rdkafka", cmd, parse_rdkafka_consumer)
 
-    def restart_cold(self, b: Broker) -> Optional[str]:
+    def restart_cold(self, b: Broker) -> tuple[Optional[str], Optional[str]]:
         """Stops the broker (SIGTERM), writes back and drops the kernel's page cache
         (`sync; echo 3 > /proc/sys/vm/drop_caches`), starts it again on its data dir and waits
-        until Metadata shows the produce-max topic's 4 partitions with a leader. Returns an
-        error, or None; a page cache that could not be dropped (not root) is a note on the
-        run's events, not an error."""
-        rc = b.stop()
-        if rc not in (0, None) and not (b.name == "kafka" and rc == 143):
-            self.broker_events.append(f"{b.name} exited with code {rc} on SIGTERM before consume-cold")
+        until Metadata shows the produce-max topic's 4 partitions with a leader. Returns (the
+        error that stopped the restart, why the page cache was not dropped), each None when
+        there was none."""
+        self.note_stop(b, b.stop(), "before consume-cold")
         subprocess.run(["sync"], check=False)
+        not_dropped = None
         try:
             with open("/proc/sys/vm/drop_caches", "w") as f:
                 f.write("3\n")
         except OSError as e:
-            self.cache_not_dropped = f"the page cache was not dropped ({e}): Kafka may have read from memory"
-            if self.cache_not_dropped not in self.broker_events:
-                self.broker_events.append("consume-cold: " + self.cache_not_dropped)
+            not_dropped = f"the page cache was not dropped ({e}): Kafka may have read from memory"
+            if "consume-cold: " + not_dropped not in self.broker_events:
+                self.broker_events.append("consume-cold: " + not_dropped)
         t0 = b.relaunch()
         while time.monotonic() - t0 < 120:
             if not b.alive():
-                return f"{b.name} exited during the restart (rc {b.proc.returncode}); log tail:\n{tail(b.log)}"
+                return (f"{b.name} exited during the restart (rc {b.proc.returncode}); log tail:\n{tail(b.log)}",
+                        not_dropped)
             if port_open(b.port):
                 got = kproto.metadata_ready(b.port, "bench-max")
                 if got and got[0] == 4:
-                    return None
+                    return None, not_dropped
             time.sleep(0.2)
-        return f"{b.name} did not serve bench-max's 4 partitions within 120 s of its restart; log tail:\n{tail(b.log)}"
+        return (f"{b.name} did not serve bench-max's 4 partitions within 120 s of its restart; log tail:\n"
+                f"{tail(b.log)}", not_dropped)
 
     def w_consume_cold(self, b: Broker):
         """PERF.md's consume-cold: before each client, the broker is restarted and the page
@@ -358,21 +358,20 @@ class Bench(LimitsMixin):
         produced = self.fill_for_consume(b, "consume-cold")
         if not produced:
             return
+        # the restart keeps the broker's port, so the commands can be made up front
         for client, cmd, parse in [
-                ("java", lambda: java_consumer_cmd(b.bootstrap, "bench-max", produced), parse_java_consumer(1024)),
-                ("rdkafka", lambda: rdkafka_consumer_cmd(b.bootstrap, "bench-max", produced),
-                 parse_rdkafka_consumer)]:
-            err = self.restart_cold(b)
+                ("java", java_consumer_cmd(b.bootstrap, "bench-max", produced), parse_java_consumer(1024)),
+                ("rdkafka", rdkafka_consumer_cmd(b.bootstrap, "bench-max", produced), parse_rdkafka_consumer)]:
+            err, not_dropped = self.restart_cold(b)
             if err:
                 say(f"    -> consume-cold ({client}) failed: {err.splitlines()[0]}")
                 self.results.append(Result(b.name, "consume-cold", client, ok=False, error=err))
                 continue
-            self.cache_not_dropped = None
-            res = self.step(b, "consume-cold", client, cmd(), parse)
-            if self.cache_not_dropped and b.name == "kafka":
+            res = self.step(b, "consume-cold", client, cmd, parse)
+            if not_dropped and b.name == "kafka":
                 # not a cold read for Kafka (shardlog reads with O_DIRECT either way): no ratio
                 res.ok = False
-                res.error = self.cache_not_dropped
+                res.error = not_dropped
 
     def w_many_partitions(self, b: Broker):
         with Ticker(f"{b.name} | many-partitions: creating 1,000 partitions"):
@@ -574,14 +573,17 @@ class Bench(LimitsMixin):
         say(f"    {b.name} stopped (exit code {rc})")
         if self.opts.workloads[-1:] == ["producers-unthrottled"]:
             shutil.rmtree(b.dir, ignore_errors=True)  # up to 10 GiB of flood data on a shared disk
+        self.note_stop(b, rc, "at the end")
+
+    def note_stop(self, b: Broker, rc: Optional[int], when: str):
+        """Records a broker that did not exit cleanly on SIGTERM (Kafka's JVM exits 143) in the
+        run's events, with its log's tail."""
         if rc not in (0, None) and not (b.name == "kafka" and rc == 143):
-            self.broker_events.append(f"{b.name} exited with code {rc} on SIGTERM; log tail:\n{tail(b.log, 15)}")
+            self.broker_events.append(f"{b.name} exited with code {rc} on SIGTERM {when}; log tail:\n"
+                                      f"{tail(b.log, 15)}")
 
     def fresh(self, b: Broker, w: str):
-        rc = b.stop()
-        if rc not in (0, None) and not (b.name == "kafka" and rc == 143):
-            self.broker_events.append(f"{b.name} exited with code {rc} on SIGTERM before {w}; log tail:\n"
-                                      f"{tail(b.log, 15)}")
+        self.note_stop(b, b.stop(), f"before {w}")
         try:
             b.start()
         except BenchError as e:
