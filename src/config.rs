@@ -398,6 +398,14 @@ pub struct Config {
     #[arg(long, env = "SHARDLOG_SPIN_BEFORE_PARK_US", default_value_t = 0)]
     pub spin_before_park_us: u64,
 
+    /// Most bytes a connection's socket must hold before a reader waiting for the rest
+    /// of a request is woken (the socket's `SO_RCVLOWAT`, set to what the request still
+    /// lacks, up to this; waits for a new request wake at 1 byte). Fewer wake-ups and
+    /// `recv`s for clients that send a request in small pieces, such as librdkafka over
+    /// TLS (a record per message). 0: the kernel's default of 1 byte.
+    #[arg(long, env = "SHARDLOG_RECEIVE_LOWAT_BYTES", default_value_t = 32 << 10)]
+    pub receive_lowat_bytes: usize,
+
     /// Write zeros ahead of an active segment's write position (up to 4 MiB, cut at
     /// roll, close and recovery) while its appends average fewer than this many bytes
     /// per write, so that they overwrite blocks in place: on ext4 an O_DIRECT write that

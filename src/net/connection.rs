@@ -213,7 +213,7 @@ pub async fn serve(
     let in_flight = Rc::new(InFlight::default());
     let writer_in_flight = in_flight.clone();
     let (done_tx, done_rx) = futures_channel::oneshot::channel::<()>();
-    let writer = Half(stream.clone());
+    let writer = Half::new(stream.clone(), 0);
     let write_stall = std::time::Duration::from_millis(shard.config.response_write_stall_ms);
     let writer_shard = shard.clone();
     glommio::spawn_local(async move {
@@ -228,7 +228,7 @@ pub async fn serve(
     })
     .detach();
 
-    let reader = Half(stream.clone());
+    let reader = Half::new(stream.clone(), shard.config.receive_lowat_bytes);
     let read_side = async {
         let idle = async {
             in_flight.idle_for(max_idle).await;
@@ -607,8 +607,9 @@ async fn fill(reader: &mut Half, buf: &mut BytesMut, want: usize, in_flight: &In
     while buf.len() < want {
         // Grow with the bytes that arrive, not with the declared frame size: a client
         // that announces 100 MiB and sends nothing costs one chunk, not 100 MiB.
-        let chunk = (want - buf.len()).clamp(READ_CHUNK, MAX_GROWTH);
-        match reader.read_into(buf, chunk).await {
+        let missing = want - buf.len();
+        let chunk = missing.clamp(READ_CHUNK, MAX_GROWTH);
+        match reader.read_into(buf, chunk, missing).await {
             Ok(0) | Err(_) => return false,
             Ok(_) => in_flight.touch(),
         }

@@ -7,6 +7,7 @@ pub mod connection;
 pub mod limits;
 pub mod listener;
 pub mod listeners;
+mod rcvlowat;
 mod segments;
 mod split;
 pub mod tls;

@@ -17,6 +17,7 @@ use futures_lite::{AsyncRead, AsyncWrite};
 use glommio::net::TcpStream;
 use nix::sys::socket::{sendmsg, MsgFlags};
 
+use super::rcvlowat::RcvLowat;
 use super::tls::TlsStream;
 
 /// What a connection's bytes travel over.
@@ -38,31 +39,48 @@ impl Transport {
 }
 
 /// One half of a transport shared by the two tasks of a connection (one core only).
-pub struct Half(pub Rc<RefCell<Transport>>);
+pub struct Half {
+    transport: Rc<RefCell<Transport>>,
+    /// The socket's receive low-water mark, set by the reading half only.
+    lowat: RcvLowat,
+}
 
 impl Half {
+    /// A half of `transport` (a connection has two: its reader's and its writer's);
+    /// its reads raise the socket's low-water mark up to `max_lowat` bytes
+    /// (`--receive-lowat-bytes`; 0 never).
+    pub fn new(transport: Rc<RefCell<Transport>>, max_lowat: usize) -> Half {
+        Half { transport, lowat: RcvLowat::new(max_lowat) }
+    }
+
     /// Whether the transport is TLS.
     pub fn is_tls(&self) -> bool {
-        matches!(&*self.0.borrow(), Transport::Tls(_))
+        matches!(&*self.transport.borrow(), Transport::Tls(_))
     }
 
     /// Reads into `spare` (uninitialised memory, e.g. a `BytesMut`'s spare capacity) and
-    /// returns how many bytes were written to its front, 0 at end of stream. Plain: one
-    /// non-blocking `recv` straight into the buffer, so nothing has to be zero-filled
-    /// first; when no data is ready, glommio's `poll_read` of one byte waits for it.
-    /// TLS: what the received ciphertext decrypts to ([`TlsStream::poll_read_uninit`]).
+    /// returns how many bytes were written to its front, 0 at end of stream. `missing`
+    /// is how many bytes the caller still needs at least (of the frame it reads; 1 when
+    /// any will do): a wait for data is woken only once the socket holds about that
+    /// many ([`RcvLowat`]). Plain: one non-blocking `recv` straight into the buffer, so
+    /// nothing has to be zero-filled first; when no data is ready, glommio's `poll_read`
+    /// of one byte waits for it. TLS: what the received ciphertext decrypts to
+    /// ([`TlsStream::poll_read_uninit`]).
     pub fn poll_read_uninit(
         &mut self,
         cx: &mut Context<'_>,
         spare: &mut [std::mem::MaybeUninit<u8>],
+        missing: usize,
     ) -> Poll<io::Result<usize>> {
         if spare.is_empty() {
             return Poll::Ready(Ok(0));
         }
-        let mut t = self.0.borrow_mut();
+        let mut t = self.transport.borrow_mut();
         let s = match &mut *t {
             Transport::Plain(s) => s,
-            Transport::Tls(tls) => return tls.poll_read_uninit(cx, spare),
+            Transport::Tls(tls) => {
+                return tls.poll_read_uninit(cx, spare, missing, &mut self.lowat)
+            }
         };
         let fd = s.as_raw_fd();
         // SAFETY: `recv` writes at most `spare.len()` bytes into memory we hold exclusively
@@ -77,6 +95,7 @@ impl Half {
         if e.kind() != io::ErrorKind::WouldBlock {
             return Poll::Ready(Err(e));
         }
+        self.lowat.before_wait(fd, missing);
         let mut one = [0u8; 1];
         match Pin::new(s).poll_read(cx, &mut one) {
             Poll::Ready(Ok(1)) => {
@@ -88,15 +107,18 @@ impl Half {
     }
 
     /// Appends what one read returns to `buf`, growing it by up to `chunk` bytes of spare
-    /// capacity first; returns the bytes read (0 at end of stream).
+    /// capacity first; returns the bytes read (0 at end of stream). `missing`: the
+    /// bytes the caller needs at least (see [`Half::poll_read_uninit`]).
     pub async fn read_into(
         &mut self,
         buf: &mut bytes::BytesMut,
         chunk: usize,
+        missing: usize,
     ) -> io::Result<usize> {
         buf.reserve(chunk);
         let n =
-            std::future::poll_fn(|cx| self.poll_read_uninit(cx, buf.spare_capacity_mut())).await?;
+            std::future::poll_fn(|cx| self.poll_read_uninit(cx, buf.spare_capacity_mut(), missing))
+                .await?;
         // SAFETY: `poll_read_uninit` initialised the first `n` bytes of the spare capacity.
         unsafe { buf.set_len(buf.len() + n) };
         Ok(n)
@@ -109,7 +131,7 @@ impl AsyncWrite for Half {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let mut t = self.0.borrow_mut();
+        let mut t = self.transport.borrow_mut();
         match &mut *t {
             Transport::Plain(s) => Pin::new(s).poll_write(cx, buf),
             Transport::Tls(tls) => tls.poll_write_vectored(cx, &[IoSlice::new(buf)]),
@@ -125,7 +147,7 @@ impl AsyncWrite for Half {
         cx: &mut Context<'_>,
         bufs: &[IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        let mut t = self.0.borrow_mut();
+        let mut t = self.transport.borrow_mut();
         let s = match &mut *t {
             Transport::Plain(s) => s,
             Transport::Tls(tls) => return tls.poll_write_vectored(cx, bufs),
@@ -142,14 +164,14 @@ impl AsyncWrite for Half {
     }
     /// Plain: nothing is buffered. TLS: sends every encrypted record.
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let mut t = self.0.borrow_mut();
+        let mut t = self.transport.borrow_mut();
         match &mut *t {
             Transport::Plain(_) => Poll::Ready(Ok(())),
             Transport::Tls(tls) => tls.poll_flush_tls(cx),
         }
     }
     fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let mut t = self.0.borrow_mut();
+        let mut t = self.transport.borrow_mut();
         match &mut *t {
             Transport::Plain(s) => Pin::new(s).poll_close(cx),
             Transport::Tls(tls) => {
@@ -245,11 +267,11 @@ mod tests {
                     conn.shutdown(std::net::Shutdown::Write).await.unwrap();
                 });
                 let stream = TcpStream::connect(addr).await.unwrap();
-                let mut half = Half(Rc::new(RefCell::new(Transport::Plain(stream))));
+                let mut half = Half::new(Rc::new(RefCell::new(Transport::Plain(stream))), 32 << 10);
                 let mut buf = bytes::BytesMut::new();
                 loop {
                     let before = buf.len();
-                    let n = half.read_into(&mut buf, 64 << 10).await.unwrap();
+                    let n = half.read_into(&mut buf, 64 << 10, 1).await.unwrap();
                     assert_eq!(buf.len(), before + n);
                     if n == 0 {
                         break;
@@ -293,7 +315,7 @@ mod tests {
                 });
                 let stream = TcpStream::connect(addr).await.unwrap();
                 let shared = Rc::new(RefCell::new(Transport::Plain(stream)));
-                let mut half = Half(shared.clone());
+                let mut half = Half::new(shared.clone(), 0);
                 write_all_parts(&mut half, &parts, std::time::Duration::from_secs(30))
                     .await
                     .unwrap();
@@ -326,7 +348,7 @@ mod tests {
                     let _ = hold_rx.await;
                 });
                 let stream = TcpStream::connect(addr).await.unwrap();
-                let mut half = Half(Rc::new(RefCell::new(Transport::Plain(stream))));
+                let mut half = Half::new(Rc::new(RefCell::new(Transport::Plain(stream))), 32 << 10);
                 let parts = vec![bytes::Bytes::from(vec![7u8; 64 << 20])];
                 let stall = std::time::Duration::from_millis(200);
                 let started = std::time::Instant::now();

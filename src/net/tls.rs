@@ -24,8 +24,13 @@ use glommio::net::TcpStream;
 use nix::sys::socket::{sendmsg, MsgFlags};
 use rustls::{ServerConfig, ServerConnection};
 
+use super::rcvlowat::RcvLowat;
+
 /// Bytes of ciphertext one `recv` asks the socket for.
 pub const CIPHERTEXT_CHUNK: usize = 64 * 1024;
+
+/// Most plaintext bytes in one TLS record (2^14, RFC 8446 §5.1 and RFC 5246 §6.2.1).
+pub const MAX_RECORD_PLAINTEXT: usize = 16 * 1024;
 
 /// Most ciphertext bytes encrypted and not yet sent (rustls' default is 64 KiB).
 pub const SEND_BUFFER_BYTES: usize = 256 * 1024;
@@ -78,7 +83,7 @@ impl TlsStream {
             if !self.conn.is_handshaking() {
                 return Poll::Ready(Ok(()));
             }
-            if self.start == self.end && ready!(self.poll_fill(cx))? == 0 {
+            if self.start == self.end && ready!(self.poll_fill(cx, None))? == 0 {
                 return Poll::Ready(Err(io::ErrorKind::UnexpectedEof.into()));
             }
             self.feed()?;
@@ -106,9 +111,14 @@ impl TlsStream {
     }
 
     /// Reads more ciphertext into the (empty) inbox: one non-blocking `recv`, or when
-    /// nothing is there, glommio's wait for one byte. Returns the bytes read, 0 at end of
-    /// stream.
-    fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+    /// nothing is there, glommio's wait for one byte, after setting the socket's
+    /// low-water mark to `wait_for`'s bytes when given (else leaving it as it is).
+    /// Returns the bytes read, 0 at end of stream.
+    fn poll_fill(
+        &mut self,
+        cx: &mut Context<'_>,
+        wait_for: Option<(&mut RcvLowat, usize)>,
+    ) -> Poll<io::Result<usize>> {
         self.start = 0;
         self.end = 0;
         let fd = self.tcp.as_raw_fd();
@@ -128,6 +138,9 @@ impl TlsStream {
             if e.kind() != io::ErrorKind::WouldBlock {
                 return Poll::Ready(Err(e));
             }
+            if let Some((lowat, missing)) = wait_for {
+                lowat.before_wait(fd, missing);
+            }
             ready!(Pin::new(&mut self.tcp).poll_read(cx, &mut self.inbox[..1]))?
         };
         self.end = n;
@@ -136,11 +149,15 @@ impl TlsStream {
 
     /// Reads decrypted bytes into `spare` (see `Half::poll_read_uninit`), as many as the
     /// received ciphertext holds; 0 at the end of the stream (the peer's close_notify or
-    /// the TCP end).
+    /// the TCP end). `missing`: plaintext bytes the caller needs at least; a wait for
+    /// ciphertext sets `lowat` to what of it must still come from the socket (minus one
+    /// record's plaintext, [`MAX_RECORD_PLAINTEXT`], which rustls may already hold part of).
     pub fn poll_read_uninit(
         &mut self,
         cx: &mut Context<'_>,
         spare: &mut [MaybeUninit<u8>],
+        missing: usize,
+        lowat: &mut RcvLowat,
     ) -> Poll<io::Result<usize>> {
         let mut filled = 0;
         while filled < spare.len() {
@@ -165,7 +182,10 @@ impl TlsStream {
             if self.conn.wants_write() {
                 let _ = self.try_flush_now();
             }
-            if peer_closed || ready!(self.poll_fill(cx))? == 0 {
+            // Every plaintext byte still missing comes in a record whose ciphertext is
+            // longer; only the record rustls holds part of may be partly read already.
+            let from_socket = missing.saturating_sub(MAX_RECORD_PLAINTEXT);
+            if peer_closed || ready!(self.poll_fill(cx, Some((lowat, from_socket))))? == 0 {
                 return Poll::Ready(Ok(0));
             }
         }
@@ -306,10 +326,11 @@ mod tests {
         }
     }
 
-    /// A rustls client with alice's certificate: sends `upload`, reads `want` bytes back
-    /// after sending one more byte, and returns them with the ciphertext bytes that
-    /// carried them.
-    fn client(port: u16, upload: Vec<u8>, want: usize) -> (Vec<u8>, usize) {
+    /// A rustls client with alice's certificate: sends `upload` (in TLS records of at
+    /// most `piece` bytes, each sent on its own, with a 2 ms pause after every fourth),
+    /// reads `want` bytes back after sending one more byte, and returns them with the
+    /// ciphertext bytes that carried them.
+    fn client(port: u16, upload: Vec<u8>, piece: usize, want: usize) -> (Vec<u8>, usize) {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut roots = rustls::RootCertStore::empty();
         for cert in CertificateDer::pem_file_iter(testdata("test-only-ca.pem")).unwrap() {
@@ -329,9 +350,15 @@ mod tests {
         let conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
         let counted = Arc::new(AtomicUsize::new(0));
         let tcp = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        tcp.set_nodelay(true).unwrap();
         let mut tls = rustls::StreamOwned::new(conn, Counting(tcp, counted.clone()));
-        tls.write_all(&upload).unwrap();
-        tls.flush().unwrap();
+        for (i, chunk) in upload.chunks(piece).enumerate() {
+            tls.write_all(chunk).unwrap();
+            tls.flush().unwrap();
+            if i % 4 == 3 {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        }
         let mut ack = [0u8; 1];
         tls.read_exact(&mut ack).unwrap();
         let before = counted.load(Ordering::Relaxed);
@@ -339,6 +366,68 @@ mod tests {
         let mut got = vec![0u8; want];
         tls.read_exact(&mut got).unwrap();
         (got, counted.load(Ordering::Relaxed) - before)
+    }
+
+    /// The server side of [`client`]: accepts and completes the handshake.
+    async fn accept(listener: &TcpListener) -> TlsStream {
+        let stream = listener.accept().await.unwrap();
+        let ca = testdata("test-only-ca.pem");
+        let server = testdata("test-only-server.pem");
+        let files = TlsFiles {
+            keystore: &server,
+            truststore: Some(&ca),
+            client_auth: ClientAuth::Required,
+        };
+        let mut tls = TlsStream::new(stream, server_config(files).unwrap()).unwrap();
+        tls.handshake().await.unwrap();
+        tls
+    }
+
+    /// A 200,000-byte frame sent as 200 TLS records of 1,000 bytes, arriving in 50
+    /// bursts: read with what the frame still lacks, it arrives whole; with the
+    /// low-water mark (32 KiB at most) in about a dozen reads, with the mark off in one
+    /// or more per burst. Returns the reads.
+    fn frame_in_small_records(max_lowat: usize) -> usize {
+        glommio::LocalExecutorBuilder::default()
+            .spawn(move || async move {
+                let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+                let port = listener.local_addr().unwrap().port();
+                let upload: Vec<u8> = (0..200_000u32).map(|i| (i % 241) as u8).collect();
+                let expected = upload.clone();
+                let client = std::thread::spawn(move || client(port, upload, 1000, 1));
+                let tls = accept(&listener).await;
+                let mut half =
+                    Half::new(Rc::new(RefCell::new(Transport::Tls(Box::new(tls)))), max_lowat);
+                let mut buf = bytes::BytesMut::new();
+                let mut reads = 0;
+                while buf.len() < expected.len() {
+                    let missing = expected.len() - buf.len();
+                    let n = half.read_into(&mut buf, 64 << 10, missing).await.unwrap();
+                    assert!(n > 0, "end of stream after {} bytes", buf.len());
+                    reads += 1;
+                }
+                assert!(buf[..] == expected[..], "bytes differ");
+                let stall = std::time::Duration::from_secs(30);
+                write_all_parts(&mut half, &[Bytes::from_static(b"k")], stall).await.unwrap();
+                let mut bang = bytes::BytesMut::new();
+                half.read_into(&mut bang, 16, 1).await.unwrap();
+                write_all_parts(&mut half, &[Bytes::from_static(b"z")], stall).await.unwrap();
+                assert_eq!(client.join().unwrap().0, b"z");
+                reads
+            })
+            .unwrap()
+            .join()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_frame_in_small_records_wakes_the_reader_per_low_water_mark() {
+        let with_mark = frame_in_small_records(32 << 10);
+        // 200,000 - 16,384 bytes in reads of 32 KiB or more while 8 KiB or more must still
+        // come from the socket, then at most the last 24 KiB in 1,000-byte records.
+        assert!(with_mark <= 6 + 25, "{with_mark} reads with the mark");
+        let without = frame_in_small_records(0);
+        assert!(without >= 50, "{without} reads without the mark");
     }
 
     /// Over TLS with a required client certificate: the handshake names alice, 3 MB sent
@@ -356,33 +445,24 @@ mod tests {
                     (0..1000u32).map(|i| Bytes::from(format!("part{i:06}"))).collect();
                 let response: Vec<u8> = parts.iter().flat_map(|p| p.to_vec()).collect();
                 let want = response.len();
-                let client = std::thread::spawn(move || client(port, upload, want));
-
-                let stream = listener.accept().await.unwrap();
-                let ca = testdata("test-only-ca.pem");
-                let server = testdata("test-only-server.pem");
-                let files = TlsFiles {
-                    keystore: &server,
-                    truststore: Some(&ca),
-                    client_auth: ClientAuth::Required,
-                };
-                let mut tls = TlsStream::new(stream, server_config(files).unwrap()).unwrap();
-                tls.handshake().await.unwrap();
+                let size = upload.len();
+                let client = std::thread::spawn(move || client(port, upload, size, want));
+                let tls = accept(&listener).await;
                 let principal = crate::security::tls::principal(tls.peer_leaf_certificate());
                 assert_eq!(principal.to_string(), "User:CN=alice,OU=eng,O=acme");
 
                 let shared = Rc::new(RefCell::new(Transport::Tls(Box::new(tls))));
-                let mut half = Half(shared.clone());
+                let mut half = Half::new(shared.clone(), 32 << 10);
                 let mut buf = bytes::BytesMut::new();
                 while buf.len() < expected.len() {
-                    let n = half.read_into(&mut buf, 64 << 10).await.unwrap();
+                    let n = half.read_into(&mut buf, 64 << 10, 1).await.unwrap();
                     assert!(n > 0, "end of stream after {} bytes", buf.len());
                 }
                 assert!(buf[..] == expected[..], "bytes differ");
                 let stall = std::time::Duration::from_secs(30);
                 write_all_parts(&mut half, &[Bytes::from_static(b"k")], stall).await.unwrap();
                 let mut bang = bytes::BytesMut::new();
-                half.read_into(&mut bang, 16).await.unwrap();
+                half.read_into(&mut bang, 16, 1).await.unwrap();
                 assert_eq!(&bang[..], b"!");
                 write_all_parts(&mut half, &parts, stall).await.unwrap();
 
