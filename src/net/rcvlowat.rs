@@ -17,6 +17,11 @@
 //! exact bytes missing from the frame; TLS subtracts one record's plaintext (rustls
 //! may hold part of a record already, see [`super::tls`]). Waits for a new frame's
 //! length prefix go back to 1 byte.
+//!
+//! Off by default (`--receive-lowat-bytes 0`): with the mark at 32 KiB, librdkafka over
+//! TLS cost 2.4x less broker CPU per GB, but its throughput depends on the client's
+//! congestion control: 8% more on cubic, 28% less on BBR over loopback (BBR's window,
+//! in packets, is small at a loopback RTT, and fewer ACKs come while the reader waits).
 
 use std::os::fd::RawFd;
 
