@@ -309,7 +309,9 @@ impl PartitionLog {
         config.segment_bytes = config.segment_bytes.clamp(4096, 2 << 30);
         config.index_interval_bytes = config.index_interval_bytes.max(1);
         let rec = recovery::recover(&dir, config.index_interval_bytes).await?;
-        let active = rec.segments.last().unwrap().clone();
+        let Some(active) = rec.segments.last().cloned() else {
+            return Err(io::Error::other(format!("{}: recovery left no segment", dir.display())));
+        };
         let leo = active.next_offset.get();
         let mut log_start = rec.segments[0].base_offset;
         if let Some(checkpoint) = start_offset::load(&dir)? {
@@ -850,19 +852,20 @@ impl PartitionLog {
                 let mut group: Vec<Pending> = Vec::new();
                 let mut bytes = 0usize;
                 let mut roll = false;
-                while let Some(p) = st.pending.front() {
+                while let Some(p) = st.pending.pop_front() {
                     if !group.is_empty() && (p.roll || bytes + p.data.len() > MAX_WRITE_BYTES) {
+                        st.pending.push_front(p);
                         break;
                     }
                     roll |= p.roll;
                     bytes += p.data.len();
-                    group.push(st.pending.pop_front().unwrap());
+                    group.push(p);
                 }
                 (group, roll)
             };
-            if group.is_empty() {
+            let Some(hw) = group.last().map(|p| p.header.next_offset()) else {
                 return Ok(());
-            }
+            };
             if roll {
                 self.roll(group[0].header.base_offset).await?;
             }
@@ -888,7 +891,6 @@ impl PartitionLog {
                     self.max_ts.set(Some((h.max_timestamp, h.last_offset())));
                 }
             }
-            let hw = group.last().unwrap().header.next_offset();
             self.state.borrow_mut().producers.on_high_watermark(hw);
             self.watch.advance(hw);
         }
