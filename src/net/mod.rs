@@ -8,6 +8,7 @@ pub mod limits;
 pub mod listener;
 pub mod listeners;
 mod rcvlowat;
+mod recv;
 mod segments;
 mod split;
 pub mod tls;

@@ -13,11 +13,12 @@ use std::task::{ready, Context, Poll};
 use std::io::IoSlice;
 use std::os::fd::AsRawFd;
 
-use futures_lite::{AsyncRead, AsyncWrite};
+use futures_lite::AsyncWrite;
 use glommio::net::TcpStream;
 use nix::sys::socket::{sendmsg, MsgFlags};
 
 use super::rcvlowat::RcvLowat;
+use super::recv::poll_recv;
 use super::tls::TlsStream;
 
 /// What a connection's bytes travel over.
@@ -63,8 +64,8 @@ impl Half {
     /// is how many bytes the caller still needs at least (of the frame it reads; 1 when
     /// any will do): a wait for data is woken only once the socket holds about that
     /// many ([`RcvLowat`]). Plain: one non-blocking `recv` straight into the buffer, so
-    /// nothing has to be zero-filled first; when no data is ready, glommio's `poll_read`
-    /// of one byte waits for it. TLS: what the received ciphertext decrypts to
+    /// nothing has to be zero-filled first, and when it finds nothing a wait for
+    /// readiness ([`poll_recv`]). TLS: what the received ciphertext decrypts to
     /// ([`TlsStream::poll_read_uninit`]).
     pub fn poll_read_uninit(
         &mut self,
@@ -76,33 +77,12 @@ impl Half {
             return Poll::Ready(Ok(0));
         }
         let mut t = self.transport.borrow_mut();
-        let s = match &mut *t {
-            Transport::Plain(s) => s,
-            Transport::Tls(tls) => {
-                return tls.poll_read_uninit(cx, spare, missing, &mut self.lowat)
+        match &mut *t {
+            Transport::Plain(s) => {
+                let lowat = &mut self.lowat;
+                poll_recv(cx, s, spare, |fd| lowat.before_wait(fd, missing))
             }
-        };
-        let fd = s.as_raw_fd();
-        // SAFETY: `recv` writes at most `spare.len()` bytes into memory we hold exclusively
-        // (a `MaybeUninit` slice, which may be written through a raw pointer).
-        let n = unsafe {
-            nix::libc::recv(fd, spare.as_mut_ptr().cast(), spare.len(), nix::libc::MSG_DONTWAIT)
-        };
-        if n >= 0 {
-            return Poll::Ready(Ok(n as usize));
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::WouldBlock {
-            return Poll::Ready(Err(e));
-        }
-        self.lowat.before_wait(fd, missing);
-        let mut one = [0u8; 1];
-        match Pin::new(s).poll_read(cx, &mut one) {
-            Poll::Ready(Ok(1)) => {
-                spare[0].write(one[0]);
-                Poll::Ready(Ok(1))
-            }
-            other => other,
+            Transport::Tls(tls) => tls.poll_read_uninit(cx, spare, missing, &mut self.lowat),
         }
     }
 

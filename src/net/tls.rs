@@ -19,12 +19,13 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
-use futures_lite::{AsyncRead, AsyncWrite};
+use futures_lite::AsyncWrite;
 use glommio::net::TcpStream;
 use nix::sys::socket::{sendmsg, MsgFlags};
 use rustls::{ServerConfig, ServerConnection};
 
 use super::rcvlowat::RcvLowat;
+use super::recv::poll_recv;
 
 /// Bytes of ciphertext one `recv` asks the socket for.
 pub const CIPHERTEXT_CHUNK: usize = 64 * 1024;
@@ -110,39 +111,24 @@ impl TlsStream {
         }
     }
 
-    /// Reads more ciphertext into the (empty) inbox: one non-blocking `recv`, or when
-    /// nothing is there, glommio's wait for one byte, after setting the socket's
-    /// low-water mark to `wait_for`'s bytes when given (else leaving it as it is).
-    /// Returns the bytes read, 0 at end of stream.
+    /// Reads more ciphertext into the (empty) inbox: one non-blocking `recv`, and when
+    /// it finds nothing a wait for readiness ([`poll_recv`]), after setting the socket's low-water mark to `wait_for`'s bytes when given (else
+    /// leaving it as it is). Returns the bytes read, 0 at end of stream.
     fn poll_fill(
         &mut self,
         cx: &mut Context<'_>,
-        wait_for: Option<(&mut RcvLowat, usize)>,
+        mut wait_for: Option<(&mut RcvLowat, usize)>,
     ) -> Poll<io::Result<usize>> {
         self.start = 0;
         self.end = 0;
-        let fd = self.tcp.as_raw_fd();
-        // SAFETY: `recv` writes at most `inbox.len()` bytes into memory we own.
-        let n = unsafe {
-            nix::libc::recv(
-                fd,
-                self.inbox.as_mut_ptr().cast(),
-                self.inbox.len(),
-                nix::libc::MSG_DONTWAIT,
-            )
-        };
-        let n = if n >= 0 {
-            n as usize
-        } else {
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::WouldBlock {
-                return Poll::Ready(Err(e));
+        // SAFETY: the inbox is initialised memory; viewing it as `MaybeUninit` only
+        // lets `recv` write into it.
+        let inbox = unsafe { &mut *(&mut *self.inbox as *mut [u8] as *mut [MaybeUninit<u8>]) };
+        let n = ready!(poll_recv(cx, &mut self.tcp, inbox, |fd| {
+            if let Some((lowat, missing)) = wait_for.as_mut() {
+                lowat.before_wait(fd, *missing);
             }
-            if let Some((lowat, missing)) = wait_for {
-                lowat.before_wait(fd, missing);
-            }
-            ready!(Pin::new(&mut self.tcp).poll_read(cx, &mut self.inbox[..1]))?
-        };
+        }))?;
         self.end = n;
         Poll::Ready(Ok(n))
     }

@@ -253,6 +253,29 @@ impl<S: AsRawFd> NonBufferedStream<S> {
         Ok(sz)
     }
 
+    /// shardlog patch 7: waits until the socket is readable (a readiness poll
+    /// completed), without the `recv` that `poll_read` tries first. Ready at once when
+    /// the pending poll already completed; else arms one (if none is pending) and
+    /// returns Pending until it completes. The completed poll is consumed: the next
+    /// call arms a new one.
+    pub(crate) fn poll_readable(&mut self, cx: &Context<'_>) -> Poll<io::Result<()>> {
+        let reactor = self.reactor.upgrade().unwrap();
+        let reactor = reactor.as_ref();
+        if let Some(result) = self.source_rx.as_ref().and_then(|src| src.result()) {
+            self.source_rx.take();
+            self.read_timeout.cancel_timer(reactor);
+            return Poll::Ready(result.map(|_| ()));
+        }
+        poll_err!(self.read_timeout.check(reactor));
+        if self.source_rx.is_none() {
+            self.source_rx = Some(reactor.poll_read_ready(self.stream.as_raw_fd()));
+        }
+        let source = self.source_rx.as_ref().unwrap();
+        source.add_waiter_single(cx.waker());
+        self.read_timeout.maybe_set_timer(reactor, cx.waker());
+        Poll::Pending
+    }
+
     pub(crate) fn poll_read(
         &mut self,
         cx: &Context<'_>,
@@ -430,6 +453,15 @@ impl<S: AsRawFd, B: RxBuf> GlommioStream<S, B> {
             return Ok(pos);
         }
         self.stream.peek(buf).await
+    }
+
+    /// shardlog patch 7: see `NonBufferedStream::poll_readable`; Ready at once while
+    /// the receive buffer holds bytes or the stream has ended.
+    pub(crate) fn poll_readable(&mut self, cx: &Context<'_>) -> Poll<io::Result<()>> {
+        if !self.rx_buf.is_empty() || self.rx_done.get() {
+            return Poll::Ready(Ok(()));
+        }
+        self.stream.poll_readable(cx)
     }
 
     pub(crate) fn poll_read(

@@ -701,6 +701,20 @@ impl<B: Buffered + Unpin> AsyncBufRead for TcpStream<B> {
     }
 }
 
+impl<B: RxBuf> TcpStream<B> {
+    /// Waits until the socket is readable, without reading from it (shardlog patch
+    /// 7). `AsyncRead::poll_read` first tries a non-blocking `recv` and only then arms
+    /// a readiness poll; a caller that has just seen its own non-blocking `recv` find
+    /// the socket empty (or return less than it asked for) can wait with this instead
+    /// and save that system call. Ready when a readiness poll (`IORING_OP_POLL_ADD`
+    /// for `POLLIN`) has completed; the readiness is consumed, so a caller whose next
+    /// `recv` finds nothing after all calls this again to arm a new poll. Errors: the
+    /// poll's, or `TimedOut` past the read timeout.
+    pub fn poll_readable(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.stream.poll_readable(cx)
+    }
+}
+
 impl<B: RxBuf + Unpin> AsyncRead for TcpStream<B> {
     fn poll_read(
         mut self: Pin<&mut Self>,
