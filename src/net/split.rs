@@ -18,7 +18,7 @@ use glommio::net::TcpStream;
 use nix::sys::socket::{sendmsg, MsgFlags};
 
 use super::rcvlowat::RcvLowat;
-use super::recv::poll_recv;
+use super::recv::Receiver;
 use super::tls::TlsStream;
 
 /// What a connection's bytes travel over.
@@ -44,6 +44,8 @@ pub struct Half {
     transport: Rc<RefCell<Transport>>,
     /// The socket's receive low-water mark, set by the reading half only.
     lowat: RcvLowat,
+    /// The plain socket's reading side (a TLS stream keeps its own).
+    receiver: Receiver,
 }
 
 impl Half {
@@ -51,7 +53,7 @@ impl Half {
     /// its reads raise the socket's low-water mark up to `max_lowat` bytes
     /// (`--receive-lowat-bytes`; 0 never).
     pub fn new(transport: Rc<RefCell<Transport>>, max_lowat: usize) -> Half {
-        Half { transport, lowat: RcvLowat::new(max_lowat) }
+        Half { transport, lowat: RcvLowat::new(max_lowat), receiver: Receiver::default() }
     }
 
     /// Whether the transport is TLS.
@@ -65,7 +67,7 @@ impl Half {
     /// any will do): a wait for data is woken only once the socket holds about that
     /// many ([`RcvLowat`]). Plain: one non-blocking `recv` straight into the buffer, so
     /// nothing has to be zero-filled first, and when it finds nothing a wait for
-    /// readiness ([`poll_recv`]). TLS: what the received ciphertext decrypts to
+    /// readiness ([`Receiver`]). TLS: what the received ciphertext decrypts to
     /// ([`TlsStream::poll_read_uninit`]).
     pub fn poll_read_uninit(
         &mut self,
@@ -80,7 +82,7 @@ impl Half {
         match &mut *t {
             Transport::Plain(s) => {
                 let lowat = &mut self.lowat;
-                poll_recv(cx, s, spare, |fd| lowat.before_wait(fd, missing))
+                self.receiver.poll_recv(cx, s, spare, |fd| lowat.before_wait(fd, missing))
             }
             Transport::Tls(tls) => tls.poll_read_uninit(cx, spare, missing, &mut self.lowat),
         }

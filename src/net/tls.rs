@@ -25,7 +25,7 @@ use nix::sys::socket::{sendmsg, MsgFlags};
 use rustls::{ServerConfig, ServerConnection};
 
 use super::rcvlowat::RcvLowat;
-use super::recv::poll_recv;
+use super::recv::Receiver;
 
 /// Bytes of ciphertext one `recv` asks the socket for.
 pub const CIPHERTEXT_CHUNK: usize = 64 * 1024;
@@ -44,6 +44,8 @@ pub struct TlsStream {
     inbox: Box<[u8]>,
     start: usize,
     end: usize,
+    /// The socket's reading side.
+    receiver: Receiver,
 }
 
 impl TlsStream {
@@ -51,7 +53,8 @@ impl TlsStream {
     pub fn new(tcp: TcpStream, config: Arc<ServerConfig>) -> Result<Self, rustls::Error> {
         let mut conn = ServerConnection::new(config)?;
         conn.set_buffer_limit(Some(SEND_BUFFER_BYTES));
-        Ok(TlsStream { tcp, conn, inbox: vec![0u8; CIPHERTEXT_CHUNK].into(), start: 0, end: 0 })
+        let inbox = vec![0u8; CIPHERTEXT_CHUNK].into();
+        Ok(TlsStream { tcp, conn, inbox, start: 0, end: 0, receiver: Receiver::default() })
     }
 
     /// The TCP stream under the TLS.
@@ -112,7 +115,8 @@ impl TlsStream {
     }
 
     /// Reads more ciphertext into the (empty) inbox: one non-blocking `recv`, and when
-    /// it finds nothing a wait for readiness ([`poll_recv`]), after setting the socket's low-water mark to `wait_for`'s bytes when given (else
+    /// it finds nothing a wait for readiness ([`Receiver`]), after setting the
+    /// socket's low-water mark to `wait_for`'s bytes when given (else
     /// leaving it as it is). Returns the bytes read, 0 at end of stream.
     fn poll_fill(
         &mut self,
@@ -124,7 +128,7 @@ impl TlsStream {
         // SAFETY: the inbox is initialised memory; viewing it as `MaybeUninit` only
         // lets `recv` write into it.
         let inbox = unsafe { &mut *(&mut *self.inbox as *mut [u8] as *mut [MaybeUninit<u8>]) };
-        let n = ready!(poll_recv(cx, &mut self.tcp, inbox, |fd| {
+        let n = ready!(self.receiver.poll_recv(cx, &mut self.tcp, inbox, |fd| {
             if let Some((lowat, missing)) = wait_for.as_mut() {
                 lowat.before_wait(fd, *missing);
             }
