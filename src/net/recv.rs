@@ -117,6 +117,13 @@ mod tests {
         (n, waits)
     }
 
+    /// A client socket and the server's end of its connection, on 127.0.0.1.
+    async fn connected() -> (std::net::TcpStream, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        (client, listener.accept().await.unwrap())
+    }
+
     /// Lets bytes written by another thread reach the socket.
     async fn settle() {
         glommio::timer::sleep(Duration::from_millis(20)).await;
@@ -126,10 +133,7 @@ mod tests {
     fn queued_bytes_take_one_recv_and_a_wait_takes_one_empty_recv_then_one_more() {
         LocalExecutorBuilder::default()
             .spawn(|| async move {
-                let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-                let addr = listener.local_addr().unwrap();
-                let mut client = std::net::TcpStream::connect(addr).unwrap();
-                let mut tcp = listener.accept().await.unwrap();
+                let (mut client, mut tcp) = connected().await;
 
                 // Queued: one recv, no wait.
                 client.write_all(&[7; 10]).unwrap();
@@ -179,10 +183,7 @@ mod tests {
     fn a_stale_readiness_is_not_taken_for_data_or_the_end_of_the_stream() {
         LocalExecutorBuilder::default()
             .spawn(|| async move {
-                let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-                let addr = listener.local_addr().unwrap();
-                let mut client = std::net::TcpStream::connect(addr).unwrap();
-                let mut tcp = listener.accept().await.unwrap();
+                let (mut client, mut tcp) = connected().await;
                 // The stream's first readiness poll (armed when glommio set it up)
                 // completes on these bytes; the recv below takes them without it.
                 client.write_all(&[1; 4]).unwrap();
@@ -212,10 +213,7 @@ mod tests {
     fn a_read_polled_again_before_readiness_makes_no_recv() {
         LocalExecutorBuilder::default()
             .spawn(|| async move {
-                let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-                let addr = listener.local_addr().unwrap();
-                let _client = std::net::TcpStream::connect(addr).unwrap();
-                let mut tcp = listener.accept().await.unwrap();
+                let (_client, mut tcp) = connected().await;
                 let mut buf: Vec<MaybeUninit<u8>> =
                     (0..BUF).map(|_| MaybeUninit::uninit()).collect();
                 let mut rx = Receiver::default();

@@ -267,10 +267,8 @@ impl<S: AsRawFd> NonBufferedStream<S> {
             return Poll::Ready(result.map(|_| ()));
         }
         poll_err!(self.read_timeout.check(reactor));
-        if self.source_rx.is_none() {
-            self.source_rx = Some(reactor.poll_read_ready(self.stream.as_raw_fd()));
-        }
-        let source = self.source_rx.as_ref().unwrap();
+        let fd = self.stream.as_raw_fd();
+        let source = self.source_rx.get_or_insert_with(|| reactor.poll_read_ready(fd));
         source.add_waiter_single(cx.waker());
         self.read_timeout.maybe_set_timer(reactor, cx.waker());
         Poll::Pending
