@@ -5,6 +5,11 @@
 //! for a far-away user timer must not be kept as the preempt timer once the executor
 //! runs again (preemption would stop for seconds), and user timers must still wake a
 //! sleeping executor.
+//!
+//! Change 6 also keeps the main ring's throughput timer (preemption after `ring_depth`
+//! I/O completions) until half of its count has been posted, and arms it only when the
+//! executor is about to run tasks; `a_busy_task_is_preempted_by_io_completions` pins
+//! that it still preempts.
 
 use std::time::{Duration, Instant};
 
@@ -110,4 +115,67 @@ fn user_timers_wake_a_sleeping_executor_after_busy_periods() {
     // A sleep that waited for the armed preempt timer (up to 500 ms away) would be
     // late by hundreds of ms; scheduling noise is far below the bound.
     assert!(late < Duration::from_millis(200), "a sleep woke {late:?} late");
+}
+
+/// Connections whose readiness polls complete while the busy task below runs: more
+/// than glommio's default `ring_depth` (128), so the throughput timer must fire.
+const READERS: usize = 300;
+
+#[test]
+fn a_busy_task_is_preempted_by_io_completions() {
+    use futures_lite::AsyncReadExt;
+    use std::io::Write;
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("local addr");
+    let (start_tx, start_rx) = std::sync::mpsc::channel::<()>();
+    // Accepts every reader, waits until the busy task spins, then writes one byte to
+    // each: 300 readiness polls complete on the busy executor's main ring.
+    let writer = std::thread::spawn(move || {
+        let mut accepted = Vec::with_capacity(READERS);
+        for _ in 0..READERS {
+            accepted.push(listener.accept().expect("accept").0);
+        }
+        start_rx.recv().expect("busy task started");
+        std::thread::sleep(Duration::from_millis(50));
+        for stream in &mut accepted {
+            stream.write_all(b"x").expect("write one byte");
+        }
+        accepted
+    });
+    let (preempted, spun) = LocalExecutorBuilder::default()
+        .name("busy-io")
+        // No time-based preemption within the test: only completions can preempt.
+        .preempt_timer(Duration::from_secs(10))
+        .spawn(move || async move {
+            let mut readers = Vec::with_capacity(READERS);
+            for _ in 0..READERS {
+                let mut stream = glommio::net::TcpStream::connect(addr).await.expect("connect");
+                readers.push(glommio::spawn_local(async move {
+                    let mut byte = [0u8; 1];
+                    stream.read_exact(&mut byte).await.expect("one byte");
+                }));
+            }
+            // Let every reader arm its readiness poll before the busy loop starts.
+            glommio::timer::sleep(Duration::from_millis(20)).await;
+            start_tx.send(()).expect("writer waiting");
+            let started = Instant::now();
+            let mut preempted = false;
+            while started.elapsed() < Duration::from_secs(3) {
+                if glommio::executor().need_preempt() {
+                    preempted = true;
+                    break;
+                }
+            }
+            let spun = started.elapsed();
+            for reader in readers {
+                reader.await;
+            }
+            (preempted, spun)
+        })
+        .expect("busy executor")
+        .join()
+        .expect("busy ran");
+    drop(writer.join().expect("writer thread"));
+    assert!(preempted, "no preemption in {spun:?} while {READERS} reads completed");
 }
