@@ -31,7 +31,7 @@ use kafka_protocol::protocol::Encodable;
 use super::close::{closing, CloseReason};
 use super::limits::{ConnectionBudget, Reservation};
 use super::segments::Segments;
-use super::split::{write_all_parts, Half, Transport};
+use super::split::{write_all_parts, ReadHalf, Transport, WriteHalf};
 use super::tls::TlsStream;
 use crate::crash::{Label, Labeled};
 use crate::handlers::{self, Ctx, Dispatched, Outcome};
@@ -213,7 +213,7 @@ pub async fn serve(
     let in_flight = Rc::new(InFlight::default());
     let writer_in_flight = in_flight.clone();
     let (done_tx, done_rx) = futures_channel::oneshot::channel::<()>();
-    let writer = Half::new(stream.clone(), 0);
+    let writer = WriteHalf::new(stream.clone());
     let write_stall = std::time::Duration::from_millis(shard.config.response_write_stall_ms);
     let writer_shard = shard.clone();
     glommio::spawn_local(async move {
@@ -228,7 +228,7 @@ pub async fn serve(
     })
     .detach();
 
-    let reader = Half::new(stream.clone(), shard.config.receive_lowat_bytes);
+    let reader = ReadHalf::new(stream.clone(), shard.config.receive_lowat_bytes);
     let read_side = async {
         let idle = async {
             in_flight.idle_for(max_idle).await;
@@ -307,7 +307,7 @@ async fn tls_handshake(
 #[allow(clippy::too_many_arguments)] // one connection's pieces, each used throughout
 async fn read_loop(
     shard: &Rc<Shard>,
-    mut reader: Half,
+    mut reader: ReadHalf,
     tx: LocalSender<Queued>,
     peer: Option<SocketAddr>,
     in_flight: &InFlight,
@@ -603,7 +603,12 @@ impl Drop for Handling<'_> {
 
 /// Reads until `buf` holds at least `want` bytes; false on EOF or error. Reads go into
 /// the buffer's spare capacity, which is never zero-filled.
-async fn fill(reader: &mut Half, buf: &mut BytesMut, want: usize, in_flight: &InFlight) -> bool {
+async fn fill(
+    reader: &mut ReadHalf,
+    buf: &mut BytesMut,
+    want: usize,
+    in_flight: &InFlight,
+) -> bool {
     while buf.len() < want {
         // Grow with the bytes that arrive, not with the declared frame size: a client
         // that announces 100 MiB and sends nothing costs one chunk, not 100 MiB.
@@ -626,7 +631,7 @@ struct WriteEnv<'a> {
     in_flight: &'a InFlight,
 }
 
-async fn write_loop(mut writer: Half, rx: LocalReceiver<Queued>, env: &WriteEnv<'_>) {
+async fn write_loop(mut writer: WriteHalf, rx: LocalReceiver<Queued>, env: &WriteEnv<'_>) {
     while let Some(queued) = rx.recv().await {
         let Queued { correlation_id, answer, reservation, label, times, quota } = queued;
         let open = match answer {
@@ -651,7 +656,7 @@ async fn write_loop(mut writer: Half, rx: LocalReceiver<Queued>, env: &WriteEnv<
 /// (the response was dropped at shutdown, could not be encoded, or the write failed;
 /// logged here).
 async fn write_one(
-    writer: &mut Half,
+    writer: &mut WriteHalf,
     env: &WriteEnv<'_>,
     correlation_id: i32,
     dispatched: Dispatched,

@@ -39,26 +39,21 @@ impl Transport {
     }
 }
 
-/// One half of a transport shared by the two tasks of a connection (one core only).
-pub struct Half {
+/// The reading half of a transport shared by the two tasks of a connection (one core
+/// only): the connection's reader, with the socket's receive state.
+pub struct ReadHalf {
     transport: Rc<RefCell<Transport>>,
-    /// The socket's receive low-water mark, set by the reading half only.
+    /// The socket's receive low-water mark (set by reads only).
     lowat: RcvLowat,
     /// The plain socket's reading side (a TLS stream keeps its own).
     receiver: Receiver,
 }
 
-impl Half {
-    /// A half of `transport` (a connection has two: its reader's and its writer's);
-    /// its reads raise the socket's low-water mark up to `max_lowat` bytes
-    /// (`--receive-lowat-bytes`; 0 never).
-    pub fn new(transport: Rc<RefCell<Transport>>, max_lowat: usize) -> Half {
-        Half { transport, lowat: RcvLowat::new(max_lowat), receiver: Receiver::default() }
-    }
-
-    /// Whether the transport is TLS.
-    pub fn is_tls(&self) -> bool {
-        matches!(&*self.transport.borrow(), Transport::Tls(_))
+impl ReadHalf {
+    /// The reading half of `transport`; its reads raise the socket's low-water mark up
+    /// to `max_lowat` bytes (`--receive-lowat-bytes`; 0 never).
+    pub fn new(transport: Rc<RefCell<Transport>>, max_lowat: usize) -> ReadHalf {
+        ReadHalf { transport, lowat: RcvLowat::new(max_lowat), receiver: Receiver::default() }
     }
 
     /// Reads into `spare` (uninitialised memory, e.g. a `BytesMut`'s spare capacity) and
@@ -90,7 +85,7 @@ impl Half {
 
     /// Appends what one read returns to `buf`, growing it by up to `chunk` bytes of spare
     /// capacity first; returns the bytes read (0 at end of stream). `missing`: the
-    /// bytes the caller needs at least (see [`Half::poll_read_uninit`]).
+    /// bytes the caller needs at least (see [`ReadHalf::poll_read_uninit`]).
     pub async fn read_into(
         &mut self,
         buf: &mut bytes::BytesMut,
@@ -107,7 +102,25 @@ impl Half {
     }
 }
 
-impl AsyncWrite for Half {
+/// The writing half of a transport shared by the two tasks of a connection (one core
+/// only): the connection's writer.
+pub struct WriteHalf {
+    transport: Rc<RefCell<Transport>>,
+}
+
+impl WriteHalf {
+    /// The writing half of `transport`.
+    pub fn new(transport: Rc<RefCell<Transport>>) -> WriteHalf {
+        WriteHalf { transport }
+    }
+
+    /// Whether the transport is TLS.
+    pub fn is_tls(&self) -> bool {
+        matches!(&*self.transport.borrow(), Transport::Tls(_))
+    }
+}
+
+impl AsyncWrite for WriteHalf {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -123,7 +136,7 @@ impl AsyncWrite for Half {
     /// record batches in one syscall, not one per piece); when the socket is full, falls
     /// back to glommio's `poll_write` of the first non-empty slice, which waits for
     /// room. TLS: encrypts what fits in the send buffer (sent by the next write or
-    /// [`Half::poll_flush`]).
+    /// [`WriteHalf::poll_flush`]).
     fn poll_write_vectored(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -165,13 +178,13 @@ impl AsyncWrite for Half {
 }
 
 /// Writes every byte of `parts`, in order, with as few `sendmsg` calls as the socket
-/// allows (see [`Half::poll_write_vectored`]); over TLS the parts are encrypted
+/// allows (see [`WriteHalf::poll_write_vectored`]); over TLS the parts are encrypted
 /// together (records of up to 16 KiB span parts) and every record is sent before this
 /// returns. Errors: the socket's, or `TimedOut`
 /// when the peer took nothing for `stall` (its receive window stayed full: a client
 /// that stopped reading its responses); `stall` zero waits forever.
 pub async fn write_all_parts(
-    half: &mut Half,
+    half: &mut WriteHalf,
     parts: &[bytes::Bytes],
     stall: std::time::Duration,
 ) -> io::Result<()> {
@@ -249,7 +262,8 @@ mod tests {
                     conn.shutdown(std::net::Shutdown::Write).await.unwrap();
                 });
                 let stream = TcpStream::connect(addr).await.unwrap();
-                let mut half = Half::new(Rc::new(RefCell::new(Transport::Plain(stream))), 32 << 10);
+                let mut half =
+                    ReadHalf::new(Rc::new(RefCell::new(Transport::Plain(stream))), 32 << 10);
                 let mut buf = bytes::BytesMut::new();
                 loop {
                     let before = buf.len();
@@ -297,7 +311,7 @@ mod tests {
                 });
                 let stream = TcpStream::connect(addr).await.unwrap();
                 let shared = Rc::new(RefCell::new(Transport::Plain(stream)));
-                let mut half = Half::new(shared.clone(), 0);
+                let mut half = WriteHalf::new(shared.clone());
                 write_all_parts(&mut half, &parts, std::time::Duration::from_secs(30))
                     .await
                     .unwrap();
@@ -330,7 +344,7 @@ mod tests {
                     let _ = hold_rx.await;
                 });
                 let stream = TcpStream::connect(addr).await.unwrap();
-                let mut half = Half::new(Rc::new(RefCell::new(Transport::Plain(stream))), 32 << 10);
+                let mut half = WriteHalf::new(Rc::new(RefCell::new(Transport::Plain(stream))));
                 let parts = vec![bytes::Bytes::from(vec![7u8; 64 << 20])];
                 let stall = std::time::Duration::from_millis(200);
                 let started = std::time::Instant::now();

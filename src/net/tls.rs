@@ -2,7 +2,7 @@
 //! the connection's TCP stream, driven on the connection's own shard by its tasks (the
 //! handshake by [`TlsStream::handshake`] before the reader and writer start, then the
 //! decryption by the reader and the encryption by the writer, through
-//! [`super::split::Half`]).
+//! [`super::split::ReadHalf`], [`super::split::WriteHalf`]).
 //!
 //! I/O is non-blocking `recv` / `sendmsg` on the socket; when it would block, glommio's
 //! `poll_read` / `poll_write` waits for readiness (and moves the first byte). Received
@@ -137,7 +137,7 @@ impl TlsStream {
         Poll::Ready(Ok(n))
     }
 
-    /// Reads decrypted bytes into `spare` (see `Half::poll_read_uninit`), as many as the
+    /// Reads decrypted bytes into `spare` (see `ReadHalf::poll_read_uninit`), as many as the
     /// received ciphertext holds; 0 at the end of the stream (the peer's close_notify or
     /// the TCP end). `missing`: plaintext bytes the caller needs at least; a wait for
     /// ciphertext sets `lowat` to what of it must still come from the socket (minus one
@@ -289,7 +289,7 @@ mod tests {
     use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 
     use super::*;
-    use crate::net::split::{write_all_parts, Half, Transport};
+    use crate::net::split::{write_all_parts, ReadHalf, Transport, WriteHalf};
     use crate::security::tls::{server_config, ClientAuth, TlsFiles};
 
     fn testdata(name: &str) -> std::path::PathBuf {
@@ -386,8 +386,9 @@ mod tests {
                 let expected = upload.clone();
                 let client = std::thread::spawn(move || client(port, upload, 1000, 1));
                 let tls = accept(&listener).await;
-                let mut half =
-                    Half::new(Rc::new(RefCell::new(Transport::Tls(Box::new(tls)))), max_lowat);
+                let shared = Rc::new(RefCell::new(Transport::Tls(Box::new(tls))));
+                let mut half = ReadHalf::new(shared.clone(), max_lowat);
+                let mut writer = WriteHalf::new(shared);
                 let mut buf = bytes::BytesMut::new();
                 let mut reads = 0;
                 while buf.len() < expected.len() {
@@ -398,10 +399,10 @@ mod tests {
                 }
                 assert!(buf[..] == expected[..], "bytes differ");
                 let stall = std::time::Duration::from_secs(30);
-                write_all_parts(&mut half, &[Bytes::from_static(b"k")], stall).await.unwrap();
+                write_all_parts(&mut writer, &[Bytes::from_static(b"k")], stall).await.unwrap();
                 let mut bang = bytes::BytesMut::new();
                 half.read_into(&mut bang, 16, 1).await.unwrap();
-                write_all_parts(&mut half, &[Bytes::from_static(b"z")], stall).await.unwrap();
+                write_all_parts(&mut writer, &[Bytes::from_static(b"z")], stall).await.unwrap();
                 assert_eq!(client.join().unwrap().0, b"z");
                 reads
             })
@@ -442,7 +443,8 @@ mod tests {
                 assert_eq!(principal.to_string(), "User:CN=alice,OU=eng,O=acme");
 
                 let shared = Rc::new(RefCell::new(Transport::Tls(Box::new(tls))));
-                let mut half = Half::new(shared.clone(), 32 << 10);
+                let mut half = ReadHalf::new(shared.clone(), 32 << 10);
+                let mut writer = WriteHalf::new(shared.clone());
                 let mut buf = bytes::BytesMut::new();
                 while buf.len() < expected.len() {
                     let n = half.read_into(&mut buf, 64 << 10, 1).await.unwrap();
@@ -450,11 +452,11 @@ mod tests {
                 }
                 assert!(buf[..] == expected[..], "bytes differ");
                 let stall = std::time::Duration::from_secs(30);
-                write_all_parts(&mut half, &[Bytes::from_static(b"k")], stall).await.unwrap();
+                write_all_parts(&mut writer, &[Bytes::from_static(b"k")], stall).await.unwrap();
                 let mut bang = bytes::BytesMut::new();
                 half.read_into(&mut bang, 16, 1).await.unwrap();
                 assert_eq!(&bang[..], b"!");
-                write_all_parts(&mut half, &parts, stall).await.unwrap();
+                write_all_parts(&mut writer, &parts, stall).await.unwrap();
 
                 let (got, ciphertext) = client.join().unwrap();
                 assert_eq!(got, response);
