@@ -9,7 +9,9 @@
 //! Change 6 also keeps the main ring's throughput timer (preemption after `ring_depth`
 //! I/O completions) until half of its count has been posted, and arms it only when the
 //! executor is about to run tasks; `a_busy_task_is_preempted_by_io_completions` pins
-//! that it still preempts.
+//! that it still preempts. A new latency timer is submitted with the old one's
+//! cancellation; `short_user_timers_wake_a_sleeping_executor` pins that a timer that
+//! fires on the way to sleep still wakes the executor.
 
 use std::time::{Duration, Instant};
 
@@ -178,4 +180,28 @@ fn a_busy_task_is_preempted_by_io_completions() {
         .expect("busy ran");
     drop(writer.join().expect("writer thread"));
     assert!(preempted, "no preemption in {spun:?} while {READERS} reads completed");
+}
+
+/// Sleeps of 0-39 us: their timer can fire while the reactor is still on its way to
+/// sleep (its completion consumed before the executor sleeps), and each must still
+/// wake the executor.
+#[test]
+fn short_user_timers_wake_a_sleeping_executor() {
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        LocalExecutorBuilder::default()
+            .name("short-sleeper")
+            .spawn(|| async {
+                for round in 0..3000u64 {
+                    glommio::timer::sleep(Duration::from_micros(round % 40)).await;
+                }
+            })
+            .expect("short-sleeper executor")
+            .join()
+            .expect("short-sleeper ran");
+        done_tx.send(()).expect("test waiting");
+    });
+    // 3,000 sleeps of at most 39 us take well under a second; one that is never woken
+    // hangs the executor.
+    done_rx.recv_timeout(Duration::from_secs(30)).expect("3,000 short sleeps ended within 30 s");
 }

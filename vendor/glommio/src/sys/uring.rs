@@ -1903,6 +1903,15 @@ impl Reactor {
         if !keep_latency_timer {
             drop(self.latency_preemption_timeout_src.take());
             self.latency_preemption_deadline.set(None);
+            // shardlog patch: the new timer (the preempt timer when about to run
+            // tasks, else the next user timer, for a sleep) is submitted with the old
+            // one's cancellation: one `io_uring_enter` on the latency ring, not two.
+            // Below: a timer that fires before we leave is armed again.
+            if let Some(dur) = preempt.or(user_timer) {
+                self.latency_preemption_timeout_src
+                    .set(Some(lat_ring.prepare_latency_preemption_timer(dur)));
+                self.latency_preemption_deadline.set(Some(now + dur));
+            }
         }
 
         // Schedule the throughput-based timeout immediately: it won't matter if we end
@@ -1951,11 +1960,17 @@ impl Reactor {
         if should_sleep {
             // We are about to go to sleep. It's ok to sleep, but if there
             // is a timer set, we need to make sure we wake up to handle it.
+            //
+            // shardlog patch: it was armed above, with the cancellation of the old
+            // one. One that has already fired had its completion consumed above (a
+            // timer's completion wakes no task), so it is armed again.
             if let Some(dur) = user_timer {
-                self.latency_preemption_timeout_src
-                    .set(Some(lat_ring.prepare_latency_preemption_timer(dur)));
-                self.latency_preemption_deadline.set(Some(now + dur));
-                assert!(flush_rings!(lat_ring)? > 0);
+                if !Self::timer_pending(&self.latency_preemption_timeout_src) {
+                    self.latency_preemption_timeout_src
+                        .set(Some(lat_ring.prepare_latency_preemption_timer(dur)));
+                    self.latency_preemption_deadline.set(Some(now + dur));
+                    assert!(flush_rings!(lat_ring)? > 0);
+                }
             }
             // From this moment on the remote executors are aware that we are sleeping
             // We have to sweep the remote channels function once more because since
@@ -1984,12 +1999,17 @@ impl Reactor {
         }
 
         if let Some(preempt) = preempt {
-            if !keep_latency_timer {
+            // shardlog patch: the preempt timer was armed above. One that has already
+            // fired had its completion consumed above, so `need_preempt` could not see
+            // it: arm another (only with a preempt timer of a few microseconds).
+            // Then what is queued is submitted, as glommio did (a ring with nothing
+            // queued makes no system call).
+            if !Self::timer_pending(&self.latency_preemption_timeout_src) {
                 self.latency_preemption_timeout_src
                     .set(Some(lat_ring.prepare_latency_preemption_timer(preempt)));
                 self.latency_preemption_deadline.set(Some(Instant::now() + preempt));
-                flush_rings!(lat_ring, main_ring)?;
             }
+            flush_rings!(lat_ring, main_ring)?;
         }
 
         // A Note about `need_preempt`:
