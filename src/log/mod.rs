@@ -814,7 +814,9 @@ impl PartitionLog {
     }
 
     fn active(&self) -> Rc<Segment> {
-        self.segments.borrow().last().unwrap().clone()
+        // Invariant: a log always has its active segment; open creates one, and
+        // retention or truncation rolls a new one before removing the last.
+        self.segments.borrow().last().expect("a log always has an active segment").clone()
     }
 
     fn save_snapshot(&self) -> io::Result<()> {
