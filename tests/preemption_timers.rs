@@ -6,12 +6,11 @@
 //! runs again (preemption would stop for seconds), and user timers must still wake a
 //! sleeping executor.
 //!
-//! Change 6 also keeps the main ring's throughput timer (preemption after `ring_depth`
-//! I/O completions) until half of its count has been posted, and arms it only when the
-//! executor is about to run tasks; `a_busy_task_is_preempted_by_io_completions` pins
-//! that it still preempts. A new latency timer is submitted with the old one's
-//! cancellation; `short_user_timers_wake_a_sleeping_executor` pins that a timer that
-//! fires on the way to sleep still wakes the executor.
+//! Two more tests come from a variant of change 6 that was reverted (see
+//! SHARDLOG-PATCH.md) and pin what any such change must keep:
+//! `a_busy_task_is_preempted_by_io_completions` (the throughput timer still preempts
+//! a task while I/O completes) and `short_user_timers_wake_a_sleeping_executor` (a
+//! timer that fires on the way to sleep still wakes the executor).
 
 use std::time::{Duration, Instant};
 
