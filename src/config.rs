@@ -52,6 +52,8 @@ pub enum ProduceFanout {
 )]
 pub struct Config {
     /// Address every shard listens on (SO_REUSEPORT spreads connections over cores).
+    /// Port 0: a free port is picked at start (one for every shard), advertised, and
+    /// logged in the "starting shardlog" line.
     #[arg(long, env = "SHARDLOG_LISTEN", default_value = "127.0.0.1:9092")]
     pub listen: SocketAddr,
 
@@ -63,8 +65,8 @@ pub struct Config {
     /// Listeners in Kafka's syntax (`listeners`): comma-separated
     /// `PROTOCOL://host:port`, PROTOCOL one of PLAINTEXT, SSL, SASL_PLAINTEXT and
     /// SASL_SSL (SSL and SASL_SSL need --ssl-keystore-location); an empty host binds
-    /// every interface. Each is bound on every shard (SO_REUSEPORT). Default: `--listen`
-    /// as the one PLAINTEXT listener.
+    /// every interface; port 0 picks a free port as for --listen. Each is bound on
+    /// every shard (SO_REUSEPORT). Default: `--listen` as the one PLAINTEXT listener.
     #[arg(long, env = "SHARDLOG_LISTENERS")]
     pub listeners: Option<String>,
 
@@ -503,6 +505,13 @@ pub struct Config {
     /// [`Config::from_args`]; empty after `Config::parse_from` (every flag a default).
     #[arg(skip)]
     pub given: BTreeSet<String>,
+
+    /// The port each listener (in [`Config::listeners`] order) was bound to when its
+    /// flag gave port 0 (an ephemeral port, as Kafka's `listeners=PLAINTEXT://:0`);
+    /// 0 or missing: the flag's port. Filled by `main` before the shards start, so
+    /// that every shard binds the same port (SO_REUSEPORT) and clients are told it.
+    #[arg(skip)]
+    pub bound_ports: Vec<u16>,
 }
 
 impl Config {
@@ -671,12 +680,30 @@ impl Config {
                 (listener.advertised_host, listener.advertised_port) =
                     (a.host.clone(), a.port as i32);
             }
-            return Ok(vec![listener]);
+            let mut listeners = vec![listener];
+            self.apply_bound_ports(&mut listeners);
+            return Ok(listeners);
         };
         let specs = parse_listeners(text).map_err(|e| format!("--listeners: {e}"))?;
         check_tls(&specs, self.ssl_keystore_location.is_some())
             .map_err(|e| format!("--listeners: {e}"))?;
-        resolve(&specs, advertised.as_deref())
+        let mut listeners = resolve(&specs, advertised.as_deref())?;
+        self.apply_bound_ports(&mut listeners);
+        Ok(listeners)
+    }
+
+    /// Gives each listener bound to port 0 the port [`Config::bound_ports`] holds for
+    /// it, and advertises that port where the advertised port is 0 too (Kafka
+    /// advertises the bound port of a `:0` listener).
+    fn apply_bound_ports(&self, listeners: &mut [Listener]) {
+        for (listener, &port) in listeners.iter_mut().zip(&self.bound_ports) {
+            if listener.bind.port() == 0 && port != 0 {
+                listener.bind.set_port(port);
+                if listener.advertised_port == 0 {
+                    listener.advertised_port = i32::from(port);
+                }
+            }
+        }
     }
 
     /// The TLS configurations SSL and SASL_SSL connections share, read from the
@@ -760,6 +787,33 @@ mod tests {
         assert!(parse(&["--metrics-listen", "localhost:x"]).is_err_and(|e| e.starts_with(
             "--metrics-listen must be host:port with an IP address or empty, got \"localhost:x\""
         )));
+    }
+
+    #[test]
+    fn listeners_on_port_0_take_the_bound_port_and_advertise_it() {
+        let parse = |args: &[&str]| Config::parse_from(["shardlog"].iter().chain(args).copied());
+        let ports = |c: &Config| -> Vec<(u16, i32)> {
+            c.listeners().unwrap().iter().map(|l| (l.bind.port(), l.advertised_port)).collect()
+        };
+        // --listen: the bound port is bound and advertised, also with an advertised
+        // host that names no port.
+        let mut c = parse(&["--listen", "127.0.0.1:0"]);
+        assert_eq!(ports(&c), [(0, 0)]);
+        c.bound_ports = vec![40001];
+        assert_eq!(ports(&c), [(40001, 40001)]);
+        let mut c = parse(&["--listen", "127.0.0.1:0", "--advertised-listener", "kafka.example"]);
+        c.bound_ports = vec![40001];
+        assert_eq!(c.listeners().unwrap()[0].advertised_host, "kafka.example");
+        assert_eq!(ports(&c), [(40001, 40001)]);
+        // An advertised port that is given stays; a listener with its own port keeps it.
+        let mut c = parse(&[
+            "--listeners",
+            "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:9093",
+            "--advertised-listeners",
+            "PLAINTEXT://kafka.example:9092",
+        ]);
+        c.bound_ports = vec![40001, 9093];
+        assert_eq!(ports(&c), [(40001, 9092), (9093, 9093)]);
     }
 
     #[test]

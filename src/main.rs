@@ -39,7 +39,7 @@ fn main() -> ExitCode {
     }
     keep_freed_memory();
     shardlog::crash::install_hook();
-    let config = Arc::new(Config::from_args(std::env::args_os()));
+    let mut config = Config::from_args(std::env::args_os());
     let filter = tracing_subscriber::EnvFilter::try_new(&config.log)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
@@ -73,7 +73,28 @@ fn main() -> ExitCode {
         }
     };
 
+    // A listener on port 0 gets an ephemeral port here, once, which every shard then
+    // binds (each shard binding port 0 itself would get a port of its own). The
+    // reserving sockets are bound, never listening, and held until the process exits.
+    let mut _reserved_ports = Vec::new();
     // `validate` checked them.
+    for listener in config.listeners().unwrap_or_default() {
+        let port = match listener.bind.port() {
+            0 => match reserve_ephemeral_port(listener.bind) {
+                Ok((socket, port)) => {
+                    _reserved_ports.push(socket);
+                    port
+                }
+                Err(e) => {
+                    tracing::error!(listen = %listener.bind, error = %e, "cannot pick a port");
+                    return ExitCode::FAILURE;
+                }
+            },
+            port => port,
+        };
+        config.bound_ports.push(port);
+    }
+    let config = Arc::new(config);
     let listeners: Arc<Vec<Listener>> = Arc::new(config.listeners().unwrap_or_default());
     let security = match sasl_config(&config) {
         Ok(security) => Arc::new(security),
@@ -457,11 +478,9 @@ fn claim_listen_address(
             format!("cannot take the listen lock {name}: {e}")
         }
     })?;
-    if addr.port() != 0 {
-        probe_listen(addr).map_err(|e| {
-            format!("cannot listen on {addr}: {e} (is another broker or process using it?)")
-        })?;
-    }
+    probe_listen(addr).map_err(|e| {
+        format!("cannot listen on {addr}: {e} (is another broker or process using it?)")
+    })?;
     Ok(lock)
 }
 
@@ -470,6 +489,27 @@ fn claim_listen_address(
 /// when another process listens there without SO_REUSEPORT (or as another user), not
 /// for the TIME_WAIT connections of an earlier run.
 fn probe_listen(addr: std::net::SocketAddr) -> nix::Result<()> {
+    bind_reusable(addr).map(drop)
+}
+
+/// Picks the port for a listener given port 0 (`addr`'s port): binds `addr` as
+/// [`probe_listen`] does and returns the socket, which holds the port against other
+/// processes until it is closed (the shards, with SO_REUSEPORT, bind it beside it),
+/// and the port the kernel chose.
+fn reserve_ephemeral_port(addr: std::net::SocketAddr) -> nix::Result<(std::os::fd::OwnedFd, u16)> {
+    let fd = bind_reusable(addr)?;
+    let bound: nix::sys::socket::SockaddrStorage =
+        nix::sys::socket::getsockname(std::os::fd::AsRawFd::as_raw_fd(&fd))?;
+    let port = match (bound.as_sockaddr_in(), bound.as_sockaddr_in6()) {
+        (Some(v4), _) => v4.port(),
+        (_, Some(v6)) => v6.port(),
+        _ => return Err(nix::errno::Errno::EAFNOSUPPORT),
+    };
+    Ok((fd, port))
+}
+
+/// A TCP socket with SO_REUSEADDR and SO_REUSEPORT, bound to `addr`, not listening.
+fn bind_reusable(addr: std::net::SocketAddr) -> nix::Result<std::os::fd::OwnedFd> {
     use nix::sys::socket::{
         bind, setsockopt, socket, sockopt, AddressFamily, SockFlag, SockType, SockaddrIn,
         SockaddrIn6,
@@ -483,7 +523,7 @@ fn probe_listen(addr: std::net::SocketAddr) -> nix::Result<()> {
         std::net::SocketAddr::V4(a) => bind(raw, &SockaddrIn::from(a))?,
         std::net::SocketAddr::V6(a) => bind(raw, &SockaddrIn6::from(a))?,
     }
-    Ok(())
+    Ok(fd)
 }
 
 /// Takes an exclusive, non-blocking `flock` on `<data-dir>/.lock`.
