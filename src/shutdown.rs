@@ -1,32 +1,39 @@
 //! Clean shutdown across shards. The main thread waits for SIGINT/SIGTERM and sets
-//! a flag shared by every shard; each shard notices it (polled every
-//! [`POLL_MS`] ms by its listener, which tells its connections through a
-//! [`LocalStop`]), stops accepting, lets its connections finish their in-flight
-//! requests, then waits until *every* shard has drained before closing its logs,
-//! since a draining connection may still append to another shard's partitions.
+//! a flag shared by every shard, and wakes each shard's listener, which waits for it
+//! ([`Shutdown::requested`]) and tells its connections through a [`LocalStop`]. Each
+//! shard stops accepting, lets its connections finish their in-flight requests, then
+//! waits until *every* shard has drained before closing its logs, since a draining
+//! connection may still append to another shard's partitions.
 //!
 //! Start-up has its barrier too ([`Startup`]): no shard listens before every shard has
 //! recovered its logs, so a client that connects early is refused by the kernel
 //! rather than accepted by a shard that then cannot serve its partitions.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// How often a shard looks at the shutdown flag, in ms.
-pub const POLL_MS: u64 = 50;
+use futures_channel::oneshot;
 
 /// The process-wide shutdown state; cheap to clone, shared by all shards.
 #[derive(Clone, Default)]
 pub struct Shutdown {
     requested: Arc<AtomicBool>,
+    /// One per pending [`Shutdown::requested`]: dropped (which wakes its receiver, on
+    /// whichever executor awaits it) by [`Shutdown::request`].
+    waiters: Arc<Mutex<Vec<oneshot::Sender<()>>>>,
     drained: Arc<AtomicUsize>,
 }
 
 impl Shutdown {
-    /// Asks every shard to stop (called from the signal thread).
+    /// Asks every shard to stop, and wakes every [`Shutdown::requested`] (called from
+    /// the signal thread, or from a shard that failed to start).
     pub fn request(&self) {
         self.requested.store(true, Ordering::SeqCst);
+        // Dropping a sender wakes its receiver (`Canceled`). A waiter that registers
+        // after this drain sees the flag, which was set before the lock was taken.
+        let waiters = std::mem::take(&mut *self.waiters.lock().unwrap_or_else(|e| e.into_inner()));
+        drop(waiters);
     }
 
     /// Whether shutdown was requested.
@@ -34,11 +41,26 @@ impl Shutdown {
         self.requested.load(Ordering::SeqCst)
     }
 
-    /// Resolves once shutdown is requested.
+    /// Resolves once shutdown is requested. Woken by [`Shutdown::request`], with no
+    /// timer: an idle shard is not woken to look at the flag. (It was polled every
+    /// 50 ms: 20 wake-ups a second per shard.)
     pub async fn requested(self) {
-        while !self.is_requested() {
-            glommio::timer::sleep(Duration::from_millis(POLL_MS)).await;
+        if self.is_requested() {
+            return;
         }
+        let (sender, receiver) = oneshot::channel();
+        {
+            let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+            // Waiters dropped before shutdown (a listener's accept that won the race
+            // registers a new one each time) leave their sender behind: drop those.
+            waiters.retain(|w| !w.is_canceled());
+            waiters.push(sender);
+        }
+        // Registered before this load: a request after it drains the new sender.
+        if self.is_requested() {
+            return;
+        }
+        let _ = receiver.await;
     }
 
     /// Records that a shard that failed to start will have no connection (so the others
@@ -58,7 +80,7 @@ impl Shutdown {
 }
 
 /// One shard's signal of the shutdown flag, for its many waiters (every connection):
-/// the shard's listener notices the flag (it polls it anyway) and fires this, and the
+/// the shard's listener is woken by the flag ([`Shutdown::requested`]) and fires this, and the
 /// waiters sleep on it without a timer each. Polling the flag from every connection
 /// cost 20 wake-ups a second per connection: 5,000 idle connections took half a core.
 /// Fetch long polls wait on it too, so that they answer at once instead of holding
@@ -117,5 +139,49 @@ impl Startup {
     /// Whether all `nr_shards` shards have recovered and serve their mesh.
     pub fn all_ready(&self, nr_shards: usize) -> bool {
         self.ready.load(Ordering::SeqCst) >= nr_shards
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requested_is_woken_from_another_thread_without_polling() {
+        let shutdown = Shutdown::default();
+        let waiter = shutdown.clone();
+        let executor = std::thread::spawn(move || {
+            glommio::LocalExecutorBuilder::default()
+                .spawn(move || waiter.requested())
+                .unwrap()
+                .join()
+                .unwrap()
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(!executor.is_finished());
+        shutdown.request();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !executor.is_finished() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(executor.is_finished(), "the waiting executor was not woken in 10 s");
+        executor.join().unwrap();
+        // Resolves at once when already requested.
+        futures_lite::future::block_on(shutdown.clone().requested());
+    }
+
+    #[test]
+    fn abandoned_waiters_are_dropped_when_a_new_one_registers() {
+        let shutdown = Shutdown::default();
+        for _ in 0..100 {
+            // Polled once (registers its sender), then dropped, as an accept that
+            // won the race drops its shutdown future.
+            let mut waiter = Box::pin(shutdown.clone().requested());
+            assert!(futures_lite::future::block_on(futures_lite::future::poll_once(&mut waiter))
+                .is_none());
+        }
+        assert_eq!(shutdown.waiters.lock().unwrap().len(), 1);
+        shutdown.request();
+        assert_eq!(shutdown.waiters.lock().unwrap().len(), 0);
     }
 }
