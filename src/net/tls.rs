@@ -417,8 +417,12 @@ mod tests {
         // 200,000 - 16,384 bytes in reads of 32 KiB or more while 8 KiB or more must still
         // come from the socket, then at most the last 24 KiB in 1,000-byte records.
         assert!(with_mark <= 6 + 25, "{with_mark} reads with the mark");
+        // The control: without the mark the same frame takes more reads than the bound
+        // above, so that bound would catch a mark that did nothing. On an idle machine
+        // that is one read per burst (50) or more; when the reader runs behind (a loaded
+        // machine) bursts coalesce: 42 and 48 were seen beside another test run.
         let without = frame_in_small_records(0);
-        assert!(without >= 50, "{without} reads without the mark");
+        assert!(without > 6 + 25, "{without} reads without the mark");
     }
 
     /// Over TLS with a required client certificate: the handshake names alice, 3 MB sent
