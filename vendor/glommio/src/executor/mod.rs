@@ -1337,12 +1337,22 @@ impl LocalExecutor {
         self.reactor.need_preempt()
     }
 
+    /// True when a task queue ran, or when one is still runnable (shardlog patch 8):
+    /// the caller parks the executor when this is false.
     fn run_task_queues(&self) -> bool {
         let mut ran = false;
         loop {
             self.reactor.sys.install_eventfd();
             if self.need_preempt() {
-                break;
+                // shardlog patch 8: preempted before any queue ran. glommio 0.9.0
+                // returned false here, and the executor parked with runnable tasks
+                // when what preempted it was a latency-ring completion that wakes no
+                // task (a kept timer that fired, patch 6): a task woken by its timer
+                // in this loop's `poll_io` then waited for an unrelated wake-up, for
+                // ever if none came. Reporting the runnable queues makes the executor
+                // loop again: its `poll_io` consumes the completion, and the queues
+                // run.
+                return ran || !self.queues.borrow().active_executors.is_empty();
             }
             if !self.run_one_task_queue() {
                 return false;
