@@ -61,6 +61,8 @@ pub const STORED_ONLY: &[&str] = &[
 pub struct Flag {
     /// The clap id, the `Config` field name (`log_retention_ms`).
     pub id: &'static str,
+    /// Other flags that set it too (`--listeners` beside `--listen`).
+    pub also: &'static [&'static str],
     /// The flag's value as Kafka writes the broker config.
     pub value: fn(&Config) -> String,
 }
@@ -90,7 +92,16 @@ const fn def(
 }
 
 const fn flag(id: &'static str, value: fn(&Config) -> String) -> Option<Flag> {
-    Some(Flag { id, value })
+    Some(Flag { id, also: &[], value })
+}
+
+/// [`flag`] for a config two flags set: `id` and those in `also`.
+const fn flags(
+    id: &'static str,
+    also: &'static [&'static str],
+    value: fn(&Config) -> String,
+) -> Option<Flag> {
+    Some(Flag { id, also, value })
 }
 
 /// A number as Java's `Double.toString` writes it (`1.7976931348623157E308`, `0.5`).
@@ -110,7 +121,7 @@ pub const DESCRIBED: &[BrokerConfigDef] = &[
         "advertised.listeners",
         List,
         None,
-        flag("advertised_listener", |c| {
+        flags("advertised_listener", &["advertised_listeners"], |c| {
             let listeners = c.listeners().unwrap_or_default();
             let advertised: Vec<String> = listeners
                 .iter()
@@ -161,7 +172,7 @@ pub const DESCRIBED: &[BrokerConfigDef] = &[
         "listeners",
         List,
         Some("PLAINTEXT://127.0.0.1:9092"),
-        flag("listen", |c| {
+        flags("listen", &["listeners"], |c| {
             let listeners = c.listeners().unwrap_or_default();
             let bound: Vec<String> =
                 listeners.iter().map(|l| format!("{}://{}", l.name(), l.bind)).collect();
@@ -468,7 +479,8 @@ impl<'a> BrokerDefaults<'a> {
     /// (STATIC_BROKER_CONFIG).
     pub fn static_value(&self, name: &str) -> Option<String> {
         let flag = described(name)?.flag?;
-        self.config.is_given(flag.id).then(|| (flag.value)(self.config))
+        let given = std::iter::once(&flag.id).chain(flag.also).any(|id| self.config.is_given(id));
+        given.then(|| (flag.value)(self.config))
     }
 
     /// Every level that sets broker config `name`, highest precedence first, as Kafka's
@@ -650,6 +662,39 @@ mod tests {
         );
         assert_eq!(b.describe("advertised.listeners"), Described::new(None, vec![]));
         assert_eq!(b.describe("max.connections").value.as_deref(), Some("2147483647"));
+    }
+
+    #[test]
+    fn listeners_given_with_the_kafka_style_flags_are_static_broker_config() {
+        let mut given = Config::from_args([
+            "shardlog",
+            "--listeners",
+            "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:9095",
+            "--advertised-listeners",
+            "SASL_PLAINTEXT://kafka.example:9999",
+        ]);
+        given.bound_ports = vec![40001, 9095];
+        let b = BrokerDefaults::flags(&given);
+        let listeners = "PLAINTEXT://127.0.0.1:40001,SASL_PLAINTEXT://127.0.0.1:9095";
+        assert_eq!(
+            b.describe("listeners"),
+            Described {
+                value: Some(listeners.into()),
+                source: StaticBroker,
+                synonyms: vec![
+                    syn("listeners", listeners, StaticBroker),
+                    syn("listeners", "PLAINTEXT://127.0.0.1:9092", Default),
+                ],
+            }
+        );
+        let advertised = "PLAINTEXT://127.0.0.1:40001,SASL_PLAINTEXT://kafka.example:9999";
+        assert_eq!(
+            b.describe("advertised.listeners"),
+            Described::new(
+                Some(advertised.into()),
+                vec![syn("advertised.listeners", advertised, StaticBroker)]
+            )
+        );
     }
 
     /// Recorded from Kafka 4.4 with `log.retention.ms=4000000` and
