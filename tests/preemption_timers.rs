@@ -9,8 +9,9 @@
 //! `a_task_woken_by_its_timer_runs_even_when_a_kept_timer_preempts_first` pins change
 //! 8, which fixed a hang change 6 had brought in.
 //!
-//! Two more tests come from a variant of change 6 that was reverted (see
-//! SHARDLOG-PATCH.md) and pin what any such change must keep:
+//! Two more come with session 23's further changes to the same trip (the throughput
+//! timer kept, the new latency timer submitted with the old one's cancellation; see
+//! SHARDLOG-PATCH.md, change 6):
 //! `a_busy_task_is_preempted_by_io_completions` (the throughput timer still preempts
 //! a task while I/O completes) and `short_user_timers_wake_a_sleeping_executor` (a
 //! timer that fires on the way to sleep still wakes the executor).

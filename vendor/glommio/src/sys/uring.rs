@@ -902,6 +902,15 @@ struct SleepableRing {
 }
 
 impl SleepableRing {
+    /// shardlog patch: how many completions the kernel has posted to this ring's
+    /// completion queue since it was created (its CQ tail; wraps at `u32::MAX`).
+    fn cq_posted(&self) -> u32 {
+        let tail = self.ring.raw().cq.ktail as *const std::sync::atomic::AtomicU32;
+        // SAFETY: `ktail` points into the completion queue mapped for as long as the
+        // ring lives; the kernel updates it concurrently, hence the atomic load.
+        unsafe { (*tail).load(std::sync::atomic::Ordering::Acquire) }
+    }
+
     fn new(
         size: usize,
         name: &'static str,
@@ -1237,6 +1246,23 @@ fn keep_latency_timer(now: Instant, preempt: Option<Duration>, deadline: Option<
     }
 }
 
+/// shardlog patch: whether the armed throughput timer (a main-ring timeout that fires
+/// after `ring_depth` completions posted since it was submitted) can stay armed for
+/// this trip through [`Reactor::wait`] instead of being cancelled and armed again.
+/// `posted_since_arm` is how many completions the main ring has posted since it was
+/// armed. It is kept while fewer than half of `ring_depth` have: it then fires after
+/// between `ring_depth / 2` and `ring_depth` more completions, so a task queue that
+/// lets I/O pile up is still preempted, never later than glommio's own timer would.
+/// glommio 0.9.0 re-armed it on every trip, running or going to sleep: under a Kafka
+/// producer that was about one `ASYNC_CANCEL`, one `TIMEOUT` and one eventfd `WRITE`
+/// per trip, a third of the broker's SQEs. The caller also checks that the timer has
+/// not fired yet. (Keeping it unconditionally was measured worse: +10% broker CPU per
+/// GB, since it then fired every `ring_depth` completions, each time an eventfd
+/// write, a latency-ring wake and a preemption.)
+fn keep_throughput_timer(pending: bool, posted_since_arm: u32, ring_depth: u32) -> bool {
+    pending && posted_since_arm < ring_depth / 2
+}
+
 pub(crate) struct Reactor {
     // FIXME: it is starting to feel we should clean this up to a Inner pattern
     main_ring: RefCell<SleepableRing>,
@@ -1247,6 +1273,8 @@ pub(crate) struct Reactor {
     /// shardlog patch: when the armed latency-ring timer fires (its deadline).
     latency_preemption_deadline: Cell<Option<Instant>>,
     throughput_preemption_timeout_src: Cell<Option<Source>>,
+    /// shardlog patch: the main ring's `cq_posted` when the throughput timer was armed.
+    throughput_preemption_armed_at: Cell<u32>,
 
     link_fd: RawFd,
 
@@ -1379,6 +1407,7 @@ impl Reactor {
             latency_preemption_timeout_src: Cell::new(None),
             latency_preemption_deadline: Cell::new(None),
             throughput_preemption_timeout_src: Cell::new(None),
+            throughput_preemption_armed_at: Cell::new(0),
             blocking_thread,
             link_fd,
             notifier,
@@ -1874,22 +1903,43 @@ impl Reactor {
         if !keep_latency_timer {
             drop(self.latency_preemption_timeout_src.take());
             self.latency_preemption_deadline.set(None);
+            // shardlog patch: the new timer (the preempt timer when about to run
+            // tasks, else the next user timer, for a sleep) is submitted with the old
+            // one's cancellation: one `io_uring_enter` on the latency ring, not two.
+            // Below: a timer that fires before we leave is armed again.
+            if let Some(dur) = preempt.or(user_timer) {
+                self.latency_preemption_timeout_src
+                    .set(Some(lat_ring.prepare_latency_preemption_timer(dur)));
+                self.latency_preemption_deadline.set(Some(now + dur));
+            }
         }
 
         // Schedule the throughput-based timeout immediately: it won't matter if we end
         // up sleeping.
         //
-        // shardlog patch note: keeping this one while armed (like the latency timer)
-        // was tried and measured worse (+10% broker CPU per GB under the Java
-        // producer): a kept timer counts completions from when it was armed, so it
-        // fired every `ring_depth` completions, each time an eventfd write, a wake of
-        // the latency ring and a preemption.
-        self.throughput_preemption_timeout_src.replace(Some(
-            main_ring.prepare_throughput_preemption_timer(
-                self.ring_depth() as u32,
-                self.eventfd_src.raw(),
-            ),
-        ));
+        // shardlog patch: an armed timer that has counted fewer than half of its
+        // completions is kept (see `keep_throughput_timer`), whether we run or sleep.
+        // Otherwise it is cancelled, and a new one is armed only when we are about to
+        // run tasks (`preempt` is set): on the way to sleep it could only preempt
+        // nothing, and the next trip (which runs tasks) arms it.
+        let posted = main_ring.cq_posted();
+        let keep_throughput_timer = keep_throughput_timer(
+            Self::timer_pending(&self.throughput_preemption_timeout_src),
+            posted.wrapping_sub(self.throughput_preemption_armed_at.get()),
+            self.ring_depth() as u32,
+        );
+        if !keep_throughput_timer {
+            drop(self.throughput_preemption_timeout_src.take());
+            if preempt.is_some() {
+                self.throughput_preemption_timeout_src.set(Some(
+                    main_ring.prepare_throughput_preemption_timer(
+                        self.ring_depth() as u32,
+                        self.eventfd_src.raw(),
+                    ),
+                ));
+                self.throughput_preemption_armed_at.set(posted);
+            }
+        }
 
         // This will only dispatch if we run out of sqes. Which means until
         // flush_rings! nothing is really send to the kernel...
@@ -1910,11 +1960,17 @@ impl Reactor {
         if should_sleep {
             // We are about to go to sleep. It's ok to sleep, but if there
             // is a timer set, we need to make sure we wake up to handle it.
+            //
+            // shardlog patch: it was armed above, with the cancellation of the old
+            // one. One that has already fired had its completion consumed above (a
+            // timer's completion wakes no task), so it is armed again.
             if let Some(dur) = user_timer {
-                self.latency_preemption_timeout_src
-                    .set(Some(lat_ring.prepare_latency_preemption_timer(dur)));
-                self.latency_preemption_deadline.set(Some(now + dur));
-                assert!(flush_rings!(lat_ring)? > 0);
+                if !Self::timer_pending(&self.latency_preemption_timeout_src) {
+                    self.latency_preemption_timeout_src
+                        .set(Some(lat_ring.prepare_latency_preemption_timer(dur)));
+                    self.latency_preemption_deadline.set(Some(now + dur));
+                    assert!(flush_rings!(lat_ring)? > 0);
+                }
             }
             // From this moment on the remote executors are aware that we are sleeping
             // We have to sweep the remote channels function once more because since
@@ -1943,12 +1999,17 @@ impl Reactor {
         }
 
         if let Some(preempt) = preempt {
-            if !keep_latency_timer {
+            // shardlog patch: the preempt timer was armed above. One that has already
+            // fired had its completion consumed above, so `need_preempt` could not see
+            // it: arm another (only with a preempt timer of a few microseconds).
+            // Then what is queued is submitted, as glommio did (a ring with nothing
+            // queued makes no system call).
+            if !Self::timer_pending(&self.latency_preemption_timeout_src) {
                 self.latency_preemption_timeout_src
                     .set(Some(lat_ring.prepare_latency_preemption_timer(preempt)));
                 self.latency_preemption_deadline.set(Some(Instant::now() + preempt));
-                flush_rings!(lat_ring, main_ring)?;
             }
+            flush_rings!(lat_ring, main_ring)?;
         }
 
         // A Note about `need_preempt`:
@@ -2109,6 +2170,21 @@ mod tests {
     use std::time::Instant;
 
     use super::*;
+
+    #[test]
+    fn throughput_timer_kept_until_half_its_count_is_posted() {
+        // Pending and fewer than half of 128 completions posted since it was armed.
+        assert!(keep_throughput_timer(true, 0, 128));
+        assert!(keep_throughput_timer(true, 63, 128));
+        // Half or more: re-armed, so it never fires later than a fresh one would
+        // by more than half its count.
+        assert!(!keep_throughput_timer(true, 64, 128));
+        assert!(!keep_throughput_timer(true, 500, 128));
+        // Fired or cancelled: never kept.
+        assert!(!keep_throughput_timer(false, 0, 128));
+        // The count wraps with the CQ tail: armed at u32::MAX - 1, now 3 -> 5 posted.
+        assert!(keep_throughput_timer(true, 3u32.wrapping_sub(u32::MAX - 1), 128));
+    }
 
     #[test]
     fn latency_timer_kept_only_if_it_fires_no_later() {
