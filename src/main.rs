@@ -496,16 +496,13 @@ fn probe_listen(addr: std::net::SocketAddr) -> nix::Result<()> {
 /// [`probe_listen`] does and returns the socket, which holds the port against other
 /// processes until it is closed (the shards, with SO_REUSEPORT, bind it beside it),
 /// and the port the kernel chose.
-fn reserve_ephemeral_port(addr: std::net::SocketAddr) -> nix::Result<(std::os::fd::OwnedFd, u16)> {
-    let fd = bind_reusable(addr)?;
-    let bound: nix::sys::socket::SockaddrStorage =
-        nix::sys::socket::getsockname(std::os::fd::AsRawFd::as_raw_fd(&fd))?;
-    let port = match (bound.as_sockaddr_in(), bound.as_sockaddr_in6()) {
-        (Some(v4), _) => v4.port(),
-        (_, Some(v6)) => v6.port(),
-        _ => return Err(nix::errno::Errno::EAFNOSUPPORT),
-    };
-    Ok((fd, port))
+fn reserve_ephemeral_port(
+    addr: std::net::SocketAddr,
+) -> std::io::Result<(std::net::TcpListener, u16)> {
+    // A std listener type only to own the socket and read its address: never listened.
+    let socket = std::net::TcpListener::from(bind_reusable(addr)?);
+    let port = socket.local_addr()?.port();
+    Ok((socket, port))
 }
 
 /// A TCP socket with SO_REUSEADDR and SO_REUSEPORT, bound to `addr`, not listening.

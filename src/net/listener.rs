@@ -101,6 +101,8 @@ impl Accepting {
         let local_stop = shard.stopping.clone();
         let mut failures = 0u32;
         let mut full_logged = false;
+        // One shutdown waiter for the whole loop, polled again by each accept.
+        let mut stopping = std::pin::pin!(stop.clone().requested());
         loop {
             if stop.is_requested() {
                 break;
@@ -120,7 +122,7 @@ impl Accepting {
             }
             full_logged = false;
             let accepted = future::or(async { Some(listener.accept().await) }, async {
-                stop.clone().requested().await;
+                stopping.as_mut().await;
                 None
             })
             .await;
