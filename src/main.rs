@@ -375,6 +375,7 @@ async fn run_started_shard(
         ))
         .detach();
         shardlog::shard::cleaner::spawn(shard.clone(), shutdown.clone());
+        shardlog::shard::prefault::spawn(shard.clone(), shutdown.clone());
         glommio::spawn_local(shard.txns.clone().run_timers(shard.clone(), shutdown.clone()))
             .detach();
         tracing::info!(shard = id, listeners = listener.len(), "shard ready");

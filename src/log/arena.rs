@@ -12,6 +12,9 @@
 //! its budget, evicting as fast as it inserts) new arenas and read buffers are old ones:
 //! no page is faulted in, zeroed by the kernel, or unmapped (with the TLB shootdown that
 //! costs every core) per buffer. Buffers are [`BLOCK_ALIGN`]-aligned, as `O_DIRECT` needs.
+//! Before that steady state, the pool keeps every idle buffer that fits in what the
+//! cache's budget has left (its reserve), and `--cache-prefault` fills that reserve at
+//! start-up, so even the first data appended or read lands in memory already faulted in.
 //!
 //! Writes happen only on the owning shard, only into the part of the buffer that no
 //! `Bytes` refers to yet (an arena's free tail, or a read block before
@@ -19,12 +22,13 @@
 
 use std::alloc::Layout;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 
-/// Idle buffers a shard's pool keeps for reuse (uncounted overhead: at most this many
-/// arenas or read-ahead windows, 4 MiB each at most by default).
+/// Idle buffers a shard's pool keeps for reuse beyond its reserve (uncounted overhead:
+/// at most this many arenas or read-ahead windows, 4 MiB each at most by default).
 pub const IDLE_BLOCKS: usize = 16;
 
 thread_local! {
@@ -40,30 +44,101 @@ pub fn shard_pool() -> Arc<ArenaPool> {
 }
 
 /// Recycled arena buffers of one shard, shared with whichever core drops an arena's
-/// last `Bytes`. Holds at most `max_free` idle buffers (the overhead beyond the cache
-/// budget: `max_free` times the arena size).
+/// last `Bytes`. Keeps idle buffers up to whichever is more: `max_free` of them, or
+/// [`ArenaPool::set_reserve`] bytes (its shard cache's budget minus what the cache holds),
+/// so that the cache's memory, once faulted in, is reused instead of given back to the
+/// allocator: glibc unmaps a thread heap that becomes wholly free whatever its trim
+/// threshold, and the kernel zeroes every page faulted in again.
 #[derive(Debug)]
 pub struct ArenaPool {
-    free: Mutex<Vec<Block>>,
+    idle: Mutex<Idle>,
     max_free: usize,
+    /// Bytes of idle buffers kept even beyond `max_free` of them.
+    reserve: AtomicUsize,
+}
+
+/// The idle buffers, oldest first, and their total capacity in bytes.
+#[derive(Debug, Default)]
+struct Idle {
+    blocks: Vec<Block>,
+    bytes: usize,
+}
+
+impl Idle {
+    fn take(&mut self, i: usize) -> Block {
+        let block = self.blocks.remove(i);
+        self.bytes -= block.capacity;
+        block
+    }
+
+    /// Removes the oldest buffers while more than `max_free` are idle and they total
+    /// more than `reserve` bytes; returns them, to be freed outside the lock.
+    fn shed(&mut self, max_free: usize, reserve: usize) -> Vec<Block> {
+        let mut shed = Vec::new();
+        while self.blocks.len() > max_free && self.bytes > reserve {
+            shed.push(self.take(0));
+        }
+        shed
+    }
 }
 
 impl ArenaPool {
-    /// A pool keeping up to `max_free` idle buffers.
+    /// A pool keeping up to `max_free` idle buffers (and no reserve).
     pub fn new(max_free: usize) -> Arc<ArenaPool> {
-        Arc::new(ArenaPool { free: Mutex::new(Vec::new()), max_free })
+        Arc::new(ArenaPool {
+            idle: Mutex::new(Idle::default()),
+            max_free,
+            reserve: AtomicUsize::new(0),
+        })
     }
 
     /// Idle buffers held now.
     pub fn idle(&self) -> usize {
-        self.free.lock().map_or(0, |f| f.len())
+        self.idle.lock().map_or(0, |i| i.blocks.len())
+    }
+
+    /// Total capacity of the idle buffers held now, bytes.
+    pub fn idle_bytes(&self) -> usize {
+        self.idle.lock().map_or(0, |i| i.bytes)
+    }
+
+    /// Sets how many bytes of idle buffers the pool keeps even beyond `max_free` of them:
+    /// the shard cache's budget minus the bytes it holds, so that idle and cached memory
+    /// together stay within the budget (plus `max_free` buffers). Cheap (one atomic
+    /// store): the cache calls it whenever what it holds changes; the pool sheds excess
+    /// idle buffers the next time it would allocate or takes one back.
+    pub fn set_reserve(&self, bytes: usize) {
+        self.reserve.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Allocates one idle buffer of `capacity` bytes and faults in every page of it now
+    /// (the kernel zeroes each page on its first touch), if it fits in the reserve;
+    /// false when it does not (the reserve is full: stop). Run at start-up, off the data
+    /// path, so that the first `--cache-bytes` of data appended or read are copied into
+    /// memory already faulted in instead of paying a page fault and the zeroing of a
+    /// fresh page per 4 KiB (2 MiB with transparent huge pages) as they arrive.
+    pub fn prefault_one(&self, capacity: usize) -> bool {
+        let capacity = capacity.max(1).next_multiple_of(BLOCK_ALIGN);
+        let fits = |idle: &Idle| idle.bytes + capacity <= self.reserve.load(Ordering::Relaxed);
+        if !self.idle.lock().is_ok_and(|i| fits(&i)) {
+            return false;
+        }
+        let block = Block::new(capacity);
+        block.touch();
+        let Ok(mut idle) = self.idle.lock() else { return false };
+        if !fits(&idle) {
+            return false;
+        }
+        idle.bytes += block.capacity;
+        idle.blocks.push(block);
+        true
     }
 
     /// A fresh arena of at least `capacity` bytes: an idle buffer of `capacity` to
     /// `2 * capacity` bytes if the pool holds one (a much larger one would make the
     /// arena's uncounted free tail that much larger), else a new allocation.
     pub fn arena(self: &Arc<Self>, capacity: usize, tag: u64) -> Arena {
-        let block = self.reuse(capacity).unwrap_or_else(|| Block::new(capacity));
+        let block = self.reuse(capacity).unwrap_or_else(|| self.allocate(capacity));
         let shared = Shared { block: Some(block), pool: Some(self.clone()) };
         Arena { shared: Arc::new(shared), used: 0, tag }
     }
@@ -75,30 +150,44 @@ impl ArenaPool {
     pub fn read_block(self: &Arc<Self>, len: usize) -> ReadBlock {
         let pooled = (MIN_POOLED_READ..=MAX_POOLED).contains(&len);
         let reused = if pooled { self.reuse(len) } else { None };
-        let block = reused.unwrap_or_else(|| Block::new(len));
+        let block = reused.unwrap_or_else(|| self.allocate(len));
         let pool = pooled.then(|| self.clone());
         ReadBlock { shared: Shared { block: Some(block), pool }, len }
     }
 
     /// An idle buffer of `len` to `2 * len` bytes, the most recently returned first.
     fn reuse(&self, len: usize) -> Option<Block> {
-        let mut free = self.free.lock().ok()?;
-        let i = free.iter().rposition(|b| b.capacity >= len && b.capacity <= 2 * len)?;
-        Some(free.remove(i))
+        let mut idle = self.idle.lock().ok()?;
+        let i = idle.blocks.iter().rposition(|b| b.capacity >= len && b.capacity <= 2 * len)?;
+        Some(idle.take(i))
     }
 
-    /// Keeps `block` for reuse (at most [`MAX_POOLED`] bytes); when the pool is full, the
-    /// buffer idle longest is freed instead, so the pool follows the sizes in use.
+    /// A new buffer of `len` bytes, after shedding idle ones beyond the reserve (memory
+    /// grows here: what no reuse could take goes back to the allocator first).
+    fn allocate(&self, len: usize) -> Block {
+        let reserve = self.reserve.load(Ordering::Relaxed).saturating_sub(len);
+        let shed = self.idle.lock().map(|mut i| i.shed(self.max_free, reserve));
+        drop(shed);
+        Block::new(len)
+    }
+
+    /// Keeps `block` for reuse (at most [`MAX_POOLED`] bytes); beyond `max_free` idle
+    /// buffers and the reserve, the buffers idle longest are freed, so the pool follows
+    /// the sizes in use.
     fn give_back(&self, block: Block) {
-        if block.capacity > MAX_POOLED || self.max_free == 0 {
+        if block.capacity > MAX_POOLED {
             return;
         }
-        if let Ok(mut free) = self.free.lock() {
-            if free.len() >= self.max_free {
-                free.remove(0);
+        let reserve = self.reserve.load(Ordering::Relaxed);
+        let shed = self.idle.lock().map(|mut idle| {
+            if self.max_free == 0 && idle.bytes + block.capacity > reserve {
+                return vec![block];
             }
-            free.push(block);
-        }
+            idle.bytes += block.capacity;
+            idle.blocks.push(block);
+            idle.shed(self.max_free, reserve)
+        });
+        drop(shed);
     }
 }
 
@@ -335,6 +424,18 @@ impl Block {
     }
 }
 
+impl Block {
+    /// Writes one byte of every 4 KiB page, so that the kernel faults in (and zeroes)
+    /// the whole buffer now rather than on first use.
+    fn touch(&self) {
+        for at in (0..self.capacity).step_by(BLOCK_ALIGN) {
+            // SAFETY: `at < capacity`, inside the block's own allocation, which nothing
+            // else references while the block is being created.
+            unsafe { self.ptr.as_ptr().add(at).write_volatile(0) }
+        }
+    }
+}
+
 impl Drop for Block {
     fn drop(&mut self) {
         // SAFETY: `ptr` came from `alloc` with this very layout and was never freed.
@@ -428,5 +529,46 @@ mod tests {
         drop((again, larger));
         // Only `max_free` idle buffers are kept.
         assert_eq!(pool.idle(), 1);
+    }
+
+    #[test]
+    fn idle_buffers_within_the_reserve_are_kept_and_shed_when_it_shrinks() {
+        let pool = ArenaPool::new(1);
+        pool.set_reserve(3 * 8192);
+        let blocks: Vec<Arena> = (0..4).map(|t| pool.arena(8192, t)).collect();
+        drop(blocks);
+        // Three fit in the reserve; the fourth is beyond it and beyond max_free.
+        assert_eq!((pool.idle(), pool.idle_bytes()), (3, 3 * 8192));
+        // The cache took memory: the next allocation sheds down to the new reserve
+        // (less what it allocates), and never below max_free buffers.
+        pool.set_reserve(8192);
+        let big = pool.arena(64 << 10, 9);
+        assert_eq!((pool.idle(), pool.idle_bytes()), (1, 8192));
+        pool.set_reserve(0);
+        drop(big);
+        assert_eq!((pool.idle(), pool.idle_bytes()), (1, 64 << 10), "max_free is kept");
+    }
+
+    #[test]
+    fn prefault_fills_the_reserve_with_buffers_arenas_then_reuse() {
+        let pool = ArenaPool::new(0);
+        assert!(!pool.prefault_one(8192), "no reserve, nothing prefaulted");
+        pool.set_reserve(2 * 8192 + 4096);
+        assert!(pool.prefault_one(8192));
+        assert!(pool.prefault_one(8000), "rounded up to the block alignment");
+        assert!(!pool.prefault_one(8192), "a third does not fit");
+        assert_eq!((pool.idle(), pool.idle_bytes()), (2, 2 * 8192));
+        let mut arena = pool.arena(8192, 1);
+        assert_eq!((arena.room(), pool.idle()), (8192, 1));
+        let batch = arena.push(&[5; 10], |_| {});
+        assert_eq!(&batch[..], &[5u8; 10][..]);
+        drop((arena, batch));
+        assert_eq!((pool.idle(), pool.idle_bytes()), (2, 2 * 8192));
+        // An 8 KiB buffer is too small for a 64 KiB read; the new buffer would not fit
+        // in the reserve beside the idle ones, so they are freed first.
+        let read = pool.read_block(64 << 10);
+        assert_eq!((pool.idle(), pool.idle_bytes()), (0, 0));
+        drop(read);
+        assert_eq!(pool.idle(), 0, "beyond the reserve, and max_free is 0: freed");
     }
 }

@@ -25,7 +25,11 @@
 //! each partition's current append arena (see [`ShardCache::copy_in`], at most
 //! [`ShardCache::arena_bytes`] per partition), parts of arenas kept alive by a batch
 //! still cached while their other batches were evicted, and the idle buffers the shard's
-//! pool keeps for reuse (at most [`IDLE_ARENAS`]; see [`super::arena`]).
+//! pool keeps for reuse beyond what the budget has left (at most [`IDLE_ARENAS`]; see
+//! [`super::arena`]). Within the budget, the pool keeps every buffer the cache gives
+//! up, and `--cache-prefault` fills it at start-up, so the budget's memory is faulted in
+//! once and then recycled: the cache tells the pool, after every change, how many bytes
+//! it has left ([`ArenaPool::set_reserve`]).
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -115,6 +119,8 @@ impl ShardCache {
     /// An empty cache of at most `budget` bytes, at most `partition_cap` of them for one
     /// partition (`usize::MAX`: no cap). A budget of 0 disables caching.
     pub fn new(budget: usize, partition_cap: usize) -> Self {
+        let pool = super::arena::shard_pool();
+        pool.set_reserve(budget);
         ShardCache {
             budget,
             partition_cap,
@@ -124,7 +130,7 @@ impl ShardCache {
             next_tag: 1,
             parts: HashMap::new(),
             lru: BTreeSet::new(),
-            pool: super::arena::shard_pool(),
+            pool,
             blocks: HashMap::new(),
         }
     }
@@ -240,9 +246,17 @@ impl ShardCache {
         (arena.push(src, edit), arena.tag())
     }
 
-    /// Idle arena buffers the shard's pool holds (at most [`IDLE_ARENAS`]).
+    /// Idle arena buffers the shard's pool holds (beyond [`IDLE_ARENAS`] of them, only
+    /// as many bytes as the budget has left).
     pub fn idle_arenas(&self) -> usize {
         self.pool.idle()
+    }
+
+    /// Faults in one more arena buffer of [`ShardCache::arena_bytes`] for the pool to
+    /// hold until an arena or a read needs it (see [`ArenaPool::prefault_one`]); false
+    /// when caching is off or the idle buffers already fill what the budget has left.
+    pub fn prefault_one(&self) -> bool {
+        self.budget > 0 && self.pool.prefault_one(self.arena_bytes())
     }
 
     fn touch(&mut self, id: PartitionId) {
@@ -306,6 +320,7 @@ impl ShardCache {
             let Some(&(_, victim)) = self.lru.first() else { break };
             self.evict_one(victim);
         }
+        self.pool.set_reserve(self.budget - self.used);
     }
 
     /// Caches the whole batches of `parts` (consecutive bytes read from partition `id`'s
@@ -396,6 +411,7 @@ impl ShardCache {
         if p.bytes == 0 {
             self.lru.remove(&(p.last_used, id));
         }
+        self.pool.set_reserve(self.budget - self.used);
     }
 
     /// Evicts partition `id`'s lowest-offset batch.
@@ -725,6 +741,38 @@ mod tests {
         assert_eq!(tags.len(), 50);
         assert!(arenas.len() <= 6, "{} distinct arena buffers", arenas.len());
         assert!(c.idle_arenas() <= IDLE_ARENAS);
+    }
+
+    #[test]
+    fn prefaulted_buffers_fill_the_budget_and_become_the_arenas() {
+        // 256 KiB budget, one partition: 64 KiB arenas, so 4 buffers fill the budget.
+        let mut c = ShardCache::new(256 << 10, usize::MAX);
+        let p = c.register();
+        assert_eq!(c.arena_bytes(), MIN_ARENA_BYTES);
+        let mut prefaulted = 0;
+        while c.prefault_one() {
+            prefaulted += 1;
+        }
+        assert_eq!((prefaulted, c.idle_arenas()), (4, 4));
+        let pool = super::super::arena::shard_pool();
+        assert_eq!(pool.idle_bytes(), 256 << 10);
+        // Appending 600 KiB: the first 4 arenas are the prefaulted buffers, the fifth is
+        // new (the cache is full and nothing is evicted yet), every later one is an
+        // evicted arena's buffer; idle plus cached memory stays within the budget plus
+        // the one arena being filled.
+        let mut buffers = Vec::new();
+        let mut tags = std::collections::HashSet::new();
+        for i in 0..75i64 {
+            let (data, tag) = c.copy_in(p, &[i as u8; 8 << 10], |_| {});
+            if tags.insert(tag) && !buffers.contains(&(data.as_ptr() as usize)) {
+                buffers.push(data.as_ptr() as usize);
+            }
+            c.insert(p, CachedBatch { base_offset: i, last_offset: i, data, alloc: tag });
+            assert!(pool.idle_bytes() + c.used() <= (256 << 10) + MIN_ARENA_BYTES, "at {i}");
+        }
+        assert_eq!((tags.len(), buffers.len()), (10, 5));
+        // A cache that is off faults nothing in.
+        assert!(!ShardCache::new(0, usize::MAX).prefault_one());
     }
 
     #[test]

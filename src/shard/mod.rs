@@ -13,6 +13,7 @@
 //!   before them.
 //! - [`retention`]: the periodic retention pass over the shard's partitions.
 //! - [`producer_expiry`]: forgets idempotent producers idle for `producer.id.expiration.ms`.
+//! - [`prefault`]: faults in the batch cache's memory at start-up (`--cache-prefault`).
 //! - [`cleaner`]: the log cleaner (compaction) of the shard's compacted partitions and
 //!   offsets logs, in a low-priority task queue.
 
@@ -22,6 +23,7 @@ pub mod control;
 pub mod groups;
 pub mod internal_logs;
 pub mod messages;
+pub mod prefault;
 pub mod producer_expiry;
 pub mod retention;
 pub mod serve;

@@ -1,0 +1,74 @@
+"""`--cache-prefault` against the real binary: each shard faults in its share of
+`--cache-bytes` at start-up (one log line per shard says how much), the broker's resident
+memory holds it, records produced through the prefaulted (and, past the budget,
+recycled) buffers read back exactly, and `--cache-prefault false` faults nothing in
+ahead of use."""
+
+from __future__ import annotations
+
+import re
+
+from helpers import confluent_consume_all, wait_until
+
+LINE = re.compile(r"batch cache memory faulted in shard=(\d+) buffers=(\d+) buffer_bytes=(\d+) "
+                  r"budget=(\d+)")
+
+
+def prefault_lines(broker) -> dict[int, tuple[int, int, int]]:
+    text = broker.stderr_path.read_text(errors="replace")
+    return {int(m[1]): (int(m[2]), int(m[3]), int(m[4])) for m in LINE.finditer(text)}
+
+
+def wait_prefaulted(broker) -> dict[int, tuple[int, int, int]]:
+    return wait_until(lambda: len(prefault_lines(broker)) == 2 and prefault_lines(broker), 30,
+                      what="both shards' prefault lines")
+
+
+def resident_bytes(broker) -> int:
+    status = open(f"/proc/{broker.proc.pid}/status").read()
+    return int(re.search(r"VmRSS:\s+(\d+) kB", status)[1]) * 1024
+
+
+def produce_and_read_back(bootstrap: str, topic: str, n: int) -> None:
+    """`n` records of about 1 KiB over 4 partitions, acks=all, read back from offset 0:
+    every value, in order."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=4, replication_factor=1)])[topic].result(30)
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all"})
+    expected: dict[int, list[bytes]] = {part: [] for part in range(4)}
+    for i in range(n):
+        value = b"%08d" % i + bytes([i % 251]) * 1000
+        p.produce(topic, value=value, partition=i % 4)
+        expected[i % 4].append(value)
+    assert p.flush(30) == 0
+    got = confluent_consume_all(bootstrap, topic, {part: len(v) for part, v in expected.items()})
+    for part in range(4):
+        assert [g.rec.value for g in got[part]] == expected[part], f"partition {part}"
+
+
+def test_each_shard_faults_in_its_share_of_the_cache(broker_factory):
+    cache_bytes = 256 << 20  # 128 MiB per shard on 2 shards
+    b = broker_factory("--cache-bytes", str(cache_bytes))
+    for shard, line in wait_prefaulted(b).items():
+        # No partition yet: 4 MiB buffers (an eighth of the budget, at most 4 MiB).
+        assert line == (32, 4 << 20, cache_bytes // 2), f"shard {shard}"
+    assert resident_bytes(b) >= cache_bytes
+    produce_and_read_back(b.bootstrap, "pf", 20_000)
+
+
+def test_records_pass_through_prefaulted_and_recycled_buffers(broker_factory):
+    # 8 MiB per shard in 1 MiB buffers; 20 MB produced: the cache evicts and reuses them.
+    b = broker_factory("--cache-bytes", str(16 << 20))
+    for shard, line in wait_prefaulted(b).items():
+        assert line == (8, 1 << 20, 8 << 20), f"shard {shard}"
+    produce_and_read_back(b.bootstrap, "pf-small", 20_000)
+
+
+def test_prefault_off_faults_in_nothing_ahead(broker_factory):
+    cache_bytes = 256 << 20
+    b = broker_factory("--cache-bytes", str(cache_bytes), "--cache-prefault", "false")
+    assert prefault_lines(b) == {}
+    assert resident_bytes(b) < cache_bytes // 2
