@@ -252,6 +252,11 @@ impl ShardCache {
         self.pool.idle()
     }
 
+    /// Total bytes of the idle buffers the shard's pool holds.
+    pub fn idle_bytes(&self) -> usize {
+        self.pool.idle_bytes()
+    }
+
     /// Faults in one more arena buffer of [`ShardCache::arena_bytes`] for the pool to
     /// hold until an arena or a read needs it (see [`ArenaPool::prefault_one`]); false
     /// when caching is off or the idle buffers already fill what the budget has left.

@@ -487,6 +487,12 @@ impl Collector for Scrape {
         )?;
         gauges(
             e,
+            "shardlog_cache_idle_bytes",
+            "Bytes of idle buffers the shard keeps for its batch cache (faulted in, reused before any new allocation).",
+            per_shard(|s| s.cache_idle_bytes),
+        )?;
+        gauges(
+            e,
             "shardlog_data_dir_free_bytes",
             "Bytes free on the filesystem holding the data dir (-1: unknown).",
             [(vec![], self.broker.data_dir_free_bytes)],
@@ -635,6 +641,7 @@ mod tests {
             counters: m.counters(),
             partitions: 3,
             segments: 4,
+            cache_idle_bytes: 7,
             groups: vec![GroupSummary {
                 group_id: "g".into(),
                 group_type: "classic",
@@ -689,6 +696,8 @@ mod tests {
             r#"shardlog_request_duration_seconds_bucket{shard="0",api="Produce",phase="handle",le="0.0025"} 1"#,
             r#"shardlog_request_duration_seconds_bucket{shard="0",api="Produce",phase="handle",le="+Inf"} 1"#,
             r#"shardlog_request_duration_seconds_sum{shard="0",api="Produce",phase="handle"} 0.002"#,
+            r#"shardlog_cache_idle_bytes{shard="0"} 7"#,
+            r#"shardlog_cache_idle_bytes{shard="1"} 0"#,
             r#"shardlog_topic_bytes_in_total{topic="orders"} 4096"#,
             r#"shardlog_topic_records_in_total{topic="orders"} 10"#,
             r#"shardlog_topic_bytes_out_total{topic="orders"} 150"#,

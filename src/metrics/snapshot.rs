@@ -27,6 +27,9 @@ pub struct ShardSnapshot {
     pub cache_used_bytes: u64,
     /// The shard's share of `--cache-bytes`, bytes.
     pub cache_budget_bytes: u64,
+    /// Bytes of idle buffers the shard's pool holds for its cache (faulted in, reused
+    /// before anything new is allocated; see `log::arena::ArenaPool`).
+    pub cache_idle_bytes: u64,
     /// The groups this shard coordinates.
     pub groups: Vec<GroupSummary>,
     /// The transactional ids this shard coordinates, by state, and its counters.
@@ -43,9 +46,9 @@ pub fn take(shard: &Rc<Shard>) -> ShardSnapshot {
         m.counters()
     });
     let logs = shard.owned_logs();
-    let (cache_used_bytes, cache_budget_bytes) = {
+    let (cache_used_bytes, cache_budget_bytes, cache_idle_bytes) = {
         let cache = shard.cache.borrow();
-        (cache.used() as u64, cache.budget() as u64)
+        (cache.used() as u64, cache.budget() as u64, cache.idle_bytes() as u64)
     };
     ShardSnapshot {
         shard: shard.id,
@@ -56,6 +59,7 @@ pub fn take(shard: &Rc<Shard>) -> ShardSnapshot {
         segments: logs.iter().map(|(_, l)| l.log.segment_count() as u64).sum(),
         cache_used_bytes,
         cache_budget_bytes,
+        cache_idle_bytes,
         groups: shard.groups.summaries(),
         transactions: shard.txns.summary(),
         high_watermarks: logs

@@ -26,12 +26,11 @@ pub fn spawn(shard: Rc<Shard>, stop: Shutdown) {
         "cache-prefault",
     );
     match glommio::spawn_local_into(run(shard, stop), tq) {
-        Ok(t) => t.detach(),
-        Err(e) => {
-            tracing::warn!(error = %e, "starting the cache prefault failed");
-            return;
+        Ok(t) => {
+            t.detach();
         }
-    };
+        Err(e) => tracing::warn!(error = %e, "starting the cache prefault failed"),
+    }
 }
 
 /// Faults in buffers until the pool holds the budget's worth, or shutdown; returns how

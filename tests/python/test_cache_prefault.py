@@ -56,6 +56,10 @@ def test_each_shard_faults_in_its_share_of_the_cache(broker_factory):
         # No partition yet: 4 MiB buffers (an eighth of the budget, at most 4 MiB).
         assert line == (32, 4 << 20, cache_bytes // 2), f"shard {shard}"
     assert resident_bytes(b) >= cache_bytes
+    status, _, body = b.http_get("/metrics")
+    assert status == 200
+    for shard in (0, 1):
+        assert f'shardlog_cache_idle_bytes{{shard="{shard}"}} {cache_bytes // 2}' in body.splitlines()
     produce_and_read_back(b.bootstrap, "pf", 20_000)
 
 
