@@ -359,7 +359,9 @@ pub struct Config {
     /// process touches for the first time, which cost a fresh broker about a quarter of
     /// its CPU while its first `--cache-bytes` of data were produced. The memory is the
     /// broker's from the start (resident, like a JVM heap pre-touched), and is recycled
-    /// by the cache from then on. `false`: memory is faulted in as the cache fills.
+    /// by the cache from then on; at most half the memory available at start-up
+    /// (`MemAvailable`) is faulted in ahead of use, whatever the budget. `false`: memory
+    /// is faulted in as the cache fills.
     #[arg(
         long,
         env = "SHARDLOG_CACHE_PREFAULT",
@@ -763,15 +765,27 @@ pub const DEFAULT_CACHE_BYTES_MAX: usize = 1 << 30;
 /// a full cache that recycles its arenas, and 0.6x the produce throughput), while a
 /// consumer reading past the cache lost about 20% to read-ahead from disk. A cache much
 /// bigger than the hot tail costs more than it saves; raise the flag for workloads that
-/// re-read more than that.
+/// re-read more than that. (With `--cache-prefault`, the default, the zeroing happens at
+/// start-up instead, in the background; the cap still bounds the memory taken.)
 pub fn default_cache_bytes(physical_memory: Option<usize>) -> usize {
     (physical_memory.unwrap_or(4 << 30) / 4).min(DEFAULT_CACHE_BYTES_MAX)
 }
 
 /// Physical memory in bytes (`MemTotal` of /proc/meminfo).
 pub fn physical_memory() -> Option<usize> {
+    meminfo("MemTotal:")
+}
+
+/// Memory available for new allocations without swapping, in bytes (`MemAvailable` of
+/// /proc/meminfo), now.
+pub fn available_memory() -> Option<usize> {
+    meminfo("MemAvailable:")
+}
+
+/// One `kB` field of /proc/meminfo, in bytes.
+fn meminfo(key: &str) -> Option<usize> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let line = info.lines().find(|l| l.starts_with(key))?;
     let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
 }
