@@ -355,7 +355,8 @@ pub struct Config {
     pub cache_bytes: Option<usize>,
 
     /// Fault in the batch cache's memory (`--cache-bytes`) at start-up, in the
-    /// background, instead of as data first arrives: the kernel zeroes every page a
+    /// background (one short-lived thread per shard, on the shard's CPU, at nice 19),
+    /// instead of as data first arrives: the kernel zeroes every page a
     /// process touches for the first time, which cost a fresh broker about a quarter of
     /// its CPU while its first `--cache-bytes` of data were produced. The memory is the
     /// broker's from the start (resident, like a JVM heap pre-touched), and is recycled

@@ -55,6 +55,10 @@ pub struct ArenaPool {
     max_free: usize,
     /// Bytes of idle buffers kept even beyond `max_free` of them.
     reserve: AtomicUsize,
+    /// Copies of the idle count and bytes, updated under the lock, so that
+    /// [`ArenaPool::set_reserve`] takes the lock only when there is something to shed.
+    idle_len: AtomicUsize,
+    idle_total: AtomicUsize,
 }
 
 /// The idle buffers, oldest first, and their total capacity in bytes.
@@ -89,7 +93,15 @@ impl ArenaPool {
             idle: Mutex::new(Idle::default()),
             max_free,
             reserve: AtomicUsize::new(0),
+            idle_len: AtomicUsize::new(0),
+            idle_total: AtomicUsize::new(0),
         })
+    }
+
+    /// Publishes the idle count and bytes (called with the lock held, after a change).
+    fn publish(&self, idle: &Idle) {
+        self.idle_len.store(idle.blocks.len(), Ordering::Relaxed);
+        self.idle_total.store(idle.bytes, Ordering::Relaxed);
     }
 
     /// Idle buffers held now.
@@ -104,11 +116,22 @@ impl ArenaPool {
 
     /// Sets how many bytes of idle buffers the pool keeps even beyond `max_free` of them:
     /// the shard cache's budget minus the bytes it holds, so that idle and cached memory
-    /// together stay within the budget (plus `max_free` buffers). Cheap (one atomic
-    /// store): the cache calls it whenever what it holds changes; the pool sheds excess
-    /// idle buffers the next time it would allocate or takes one back.
+    /// together stay within the budget (plus `max_free` buffers). The cache calls it
+    /// whenever what it holds changes: an atomic store, and the lock only when idle
+    /// buffers beyond the new reserve (and beyond `max_free` of them) are to be freed,
+    /// as when a fetch's reads, allocated before any of them was cached, are cached.
     pub fn set_reserve(&self, bytes: usize) {
         self.reserve.store(bytes, Ordering::Relaxed);
+        if self.idle_len.load(Ordering::Relaxed) > self.max_free
+            && self.idle_total.load(Ordering::Relaxed) > bytes
+        {
+            let shed = self.idle.lock().map(|mut idle| {
+                let shed = idle.shed(self.max_free, bytes);
+                self.publish(&idle);
+                shed
+            });
+            drop(shed);
+        }
     }
 
     /// Allocates one idle buffer of `capacity` bytes and faults in every page of it now
@@ -131,6 +154,7 @@ impl ArenaPool {
         }
         idle.bytes += block.capacity;
         idle.blocks.push(block);
+        self.publish(&idle);
         true
     }
 
@@ -159,14 +183,20 @@ impl ArenaPool {
     fn reuse(&self, len: usize) -> Option<Block> {
         let mut idle = self.idle.lock().ok()?;
         let i = idle.blocks.iter().rposition(|b| b.capacity >= len && b.capacity <= 2 * len)?;
-        Some(idle.take(i))
+        let block = idle.take(i);
+        self.publish(&idle);
+        Some(block)
     }
 
     /// A new buffer of `len` bytes, after shedding idle ones beyond the reserve (memory
     /// grows here: what no reuse could take goes back to the allocator first).
     fn allocate(&self, len: usize) -> Block {
         let reserve = self.reserve.load(Ordering::Relaxed).saturating_sub(len);
-        let shed = self.idle.lock().map(|mut i| i.shed(self.max_free, reserve));
+        let shed = self.idle.lock().map(|mut idle| {
+            let shed = idle.shed(self.max_free, reserve);
+            self.publish(&idle);
+            shed
+        });
         drop(shed);
         Block::new(len)
     }
@@ -185,7 +215,9 @@ impl ArenaPool {
             }
             idle.bytes += block.capacity;
             idle.blocks.push(block);
-            idle.shed(self.max_free, reserve)
+            let shed = idle.shed(self.max_free, reserve);
+            self.publish(&idle);
+            shed
         });
         drop(shed);
     }
@@ -547,6 +579,23 @@ mod tests {
         pool.set_reserve(0);
         drop(big);
         assert_eq!((pool.idle(), pool.idle_bytes()), (1, 64 << 10), "max_free is kept");
+    }
+
+    #[test]
+    fn a_smaller_reserve_sheds_idle_buffers_at_once() {
+        // Reads allocated while the reserve was large, then cached (the reserve falls):
+        // the idle buffers beyond the new reserve go at once, not at the next allocation.
+        let pool = ArenaPool::new(1);
+        pool.set_reserve(4 * 8192);
+        for _ in 0..4 {
+            assert!(pool.prefault_one(8192));
+        }
+        pool.set_reserve(3 * 8192);
+        assert_eq!(pool.idle_bytes(), 3 * 8192);
+        pool.set_reserve(0);
+        assert_eq!((pool.idle(), pool.idle_bytes()), (1, 8192), "max_free is kept");
+        pool.set_reserve(8192);
+        assert_eq!(pool.idle(), 1);
     }
 
     #[test]

@@ -109,6 +109,10 @@ pub struct ShardCache {
     lru: BTreeSet<(u64, PartitionId)>,
     /// Where arenas come from and go back to.
     pool: Arc<ArenaPool>,
+    /// This is the shard's cache (from [`ShardCache::for_shard`]): it alone tells the
+    /// pool how much the budget has left. A log's private cache (internal logs) shares
+    /// the thread's pool but leaves its reserve alone.
+    owns_reserve: bool,
     /// Read blocks that cached batches point into, by tag: (the block's bytes, charged
     /// once while any of its batches is cached; how many of its batches are cached; the
     /// partition charged, the only one a block's batches belong to).
@@ -120,7 +124,6 @@ impl ShardCache {
     /// partition (`usize::MAX`: no cap). A budget of 0 disables caching.
     pub fn new(budget: usize, partition_cap: usize) -> Self {
         let pool = super::arena::shard_pool();
-        pool.set_reserve(budget);
         ShardCache {
             budget,
             partition_cap,
@@ -131,7 +134,29 @@ impl ShardCache {
             parts: HashMap::new(),
             lru: BTreeSet::new(),
             pool,
+            owns_reserve: false,
             blocks: HashMap::new(),
+        }
+    }
+
+    /// The shard's own cache: as [`ShardCache::new`], and it keeps its pool's reserve
+    /// ([`ArenaPool::set_reserve`]) at what its budget has left, so the pool keeps (and
+    /// `--cache-prefault` fills) that much idle memory for it. One per shard: a second
+    /// one on the same thread would fight over the reserve.
+    pub fn for_shard(budget: usize, partition_cap: usize) -> SharedCache {
+        let mut cache = ShardCache::new(budget, partition_cap);
+        cache.owns_reserve = true;
+        cache.note_used();
+        Rc::new(RefCell::new(cache))
+    }
+
+    /// Tells the pool what the budget has left, if this is the shard's cache: nothing
+    /// when no data partition can be cached (a budget or partition cap of 0). Sheds
+    /// idle buffers beyond it (see [`ArenaPool::set_reserve`]).
+    fn note_used(&self) {
+        if self.owns_reserve {
+            let left = if self.partition_cap == 0 { 0 } else { self.budget - self.used };
+            self.pool.set_reserve(left);
         }
     }
 
@@ -259,9 +284,17 @@ impl ShardCache {
 
     /// Faults in one more arena buffer of [`ShardCache::arena_bytes`] for the pool to
     /// hold until an arena or a read needs it (see [`ArenaPool::prefault_one`]); false
-    /// when caching is off or the idle buffers already fill what the budget has left.
+    /// when this is not the shard's cache ([`ShardCache::for_shard`]), caching is off
+    /// (a budget or partition cap of 0) or the idle buffers already fill what the budget
+    /// has left.
     pub fn prefault_one(&self) -> bool {
-        self.budget > 0 && self.pool.prefault_one(self.arena_bytes())
+        self.may_prefault() && self.pool.prefault_one(self.arena_bytes())
+    }
+
+    /// Whether memory may be faulted in ahead of use for this cache: it is the shard's
+    /// ([`ShardCache::for_shard`]) and can hold data (budget and partition cap above 0).
+    pub fn may_prefault(&self) -> bool {
+        self.owns_reserve && self.budget > 0 && self.partition_cap > 0
     }
 
     fn touch(&mut self, id: PartitionId) {
@@ -325,7 +358,7 @@ impl ShardCache {
             let Some(&(_, victim)) = self.lru.first() else { break };
             self.evict_one(victim);
         }
-        self.pool.set_reserve(self.budget - self.used);
+        self.note_used();
     }
 
     /// Caches the whole batches of `parts` (consecutive bytes read from partition `id`'s
@@ -416,7 +449,7 @@ impl ShardCache {
         if p.bytes == 0 {
             self.lru.remove(&(p.last_used, id));
         }
-        self.pool.set_reserve(self.budget - self.used);
+        self.note_used();
     }
 
     /// Evicts partition `id`'s lowest-offset batch.
@@ -751,7 +784,8 @@ mod tests {
     #[test]
     fn prefaulted_buffers_fill_the_budget_and_become_the_arenas() {
         // 256 KiB budget, one partition: 64 KiB arenas, so 4 buffers fill the budget.
-        let mut c = ShardCache::new(256 << 10, usize::MAX);
+        let shared = ShardCache::for_shard(256 << 10, usize::MAX);
+        let mut c = shared.borrow_mut();
         let p = c.register();
         assert_eq!(c.arena_bytes(), MIN_ARENA_BYTES);
         let mut prefaulted = 0;
@@ -776,8 +810,20 @@ mod tests {
             assert!(pool.idle_bytes() + c.used() <= (256 << 10) + MIN_ARENA_BYTES, "at {i}");
         }
         assert_eq!((tags.len(), buffers.len()), (10, 5));
-        // A cache that is off faults nothing in.
-        assert!(!ShardCache::new(0, usize::MAX).prefault_one());
+        // A log's private cache (an internal log's) on the same thread leaves the
+        // reserve alone: its arenas do not make the pool shed the shard's idle memory.
+        let idle = pool.idle_bytes();
+        let mut private = ShardCache::new(64 << 10, usize::MAX);
+        let q = private.register();
+        let (data, tag) = private.copy_in(q, &[1; 100], |_| {});
+        private.insert(q, CachedBatch { base_offset: 0, last_offset: 0, data, alloc: tag });
+        assert_eq!(pool.idle_bytes(), idle);
+        assert!(!private.prefault_one(), "only the shard's cache prefaults");
+        // A cache that is off, or that may cache no data partition, faults nothing in
+        // and keeps no reserve.
+        assert!(!ShardCache::for_shard(0, usize::MAX).borrow().prefault_one());
+        assert!(!ShardCache::for_shard(1 << 20, 0).borrow().prefault_one());
+        assert_eq!(pool.idle(), IDLE_ARENAS.min(idle / MIN_ARENA_BYTES));
     }
 
     #[test]

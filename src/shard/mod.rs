@@ -13,7 +13,8 @@
 //!   before them.
 //! - [`retention`]: the periodic retention pass over the shard's partitions.
 //! - [`producer_expiry`]: forgets idempotent producers idle for `producer.id.expiration.ms`.
-//! - [`prefault`]: faults in the batch cache's memory at start-up (`--cache-prefault`).
+//! - [`prefault`]: faults in the batch cache's memory at start-up (`--cache-prefault`),
+//!   on a short-lived low-priority thread pinned to the shard's CPU.
 //! - [`cleaner`]: the log cleaner (compaction) of the shard's compacted partitions and
 //!   offsets logs, in a low-priority task queue.
 

@@ -1,54 +1,30 @@
 //! Faulting in the shard's batch cache memory at start-up (`--cache-prefault`): a
-//! background task, in a task queue of its own with a small share of the core, that
-//! fills the shard's buffer pool with arena buffers until they total the cache budget
-//! (see [`crate::log::arena::ArenaPool::prefault_one`]). Each buffer (4 MiB by default)
-//! is one step of about a millisecond; the task yields its queue after each, so requests
-//! arriving meanwhile are served first, and it stops at shutdown.
+//! short-lived thread per shard, pinned to the shard's CPU and at the lowest priority
+//! (nice 19), that fills the shard's buffer pool with arena buffers until they total the
+//! cache budget (see [`crate::log::arena::ArenaPool::prefault_one`]), then exits. Not a
+//! task on the shard's executor: a task that is always runnable keeps the executor from
+//! polling for I/O until it is preempted, which delayed every request during the
+//! prefault (a produce took up to 200 ms on a loaded machine); the kernel's scheduler
+//! instead runs the shard's thread whenever it is woken. Stops at shutdown.
 
 use std::rc::Rc;
-
-use glommio::{Latency, Shares};
 
 use super::state::Shard;
 use crate::shutdown::Shutdown;
 
-/// The task's share of the core against the default queue's 1000.
-const PREFAULT_SHARES: usize = 50;
-
-/// Starts the prefault task of this shard (unless `--cache-prefault false`).
+/// Starts the prefault thread of this shard (unless `--cache-prefault false`, or the
+/// cache can hold no data: a budget or partition cap of 0). Called on the shard's own
+/// thread: the pool and the CPU are this thread's.
 pub fn spawn(shard: Rc<Shard>, stop: Shutdown) {
     if !shard.config.cache_prefault {
         return;
     }
-    let tq = glommio::executor().create_task_queue(
-        Shares::Static(PREFAULT_SHARES),
-        Latency::NotImportant,
-        "cache-prefault",
-    );
-    match glommio::spawn_local_into(run(shard, stop), tq) {
-        Ok(t) => {
-            t.detach();
-        }
-        Err(e) => tracing::warn!(error = %e, "starting the cache prefault failed"),
-    }
-}
-
-/// Bytes one shard faults in ahead of use: its cache budget, but at most its share
-/// (over `shards`) of half the memory available (`MemAvailable`, `None`: unknown) when
-/// it starts. A budget beyond what the machine can hold then fails as it did before
-/// the prefault, when data fills it, instead of making the kernel kill the broker at
-/// start-up; and brokers started side by side leave each other room.
-pub fn prefault_bytes(budget: usize, shards: usize, available: Option<usize>) -> usize {
-    available.map_or(budget, |a| budget.min(a / 2 / shards.max(1)))
-}
-
-/// Faults in buffers until the pool holds the budget's worth (at most
-/// [`prefault_bytes`]), or shutdown; returns how many buffers it added.
-pub async fn run(shard: Rc<Shard>, stop: Shutdown) -> usize {
-    let started = std::time::Instant::now();
-    let (buffer_bytes, budget) = {
+    let (buffer_bytes, budget, pool) = {
         let cache = shard.cache.borrow();
-        (cache.arena_bytes(), cache.budget())
+        if !cache.may_prefault() {
+            return;
+        }
+        (cache.arena_bytes(), cache.budget(), crate::log::arena::shard_pool())
     };
     let limit = prefault_bytes(budget, shard.nr_shards, crate::config::available_memory());
     if limit < budget {
@@ -60,23 +36,43 @@ pub async fn run(shard: Rc<Shard>, stop: Shutdown) -> usize {
              faulting in only that much ahead of use"
         );
     }
-    let mut added = 0;
-    while !stop.is_requested()
-        && (added + 1) * buffer_bytes <= limit
-        && shard.cache.borrow().prefault_one()
-    {
-        added += 1;
-        glommio::executor().yield_task_queue_now().await;
+    let cpus = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).ok();
+    let id = shard.id;
+    let started = std::time::Instant::now();
+    let run = move || {
+        if let Some(cpus) = cpus {
+            let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &cpus);
+        }
+        // SAFETY: setpriority only changes this thread's (who 0 = the caller) nice value.
+        unsafe { nix::libc::setpriority(nix::libc::PRIO_PROCESS, 0, 19) };
+        let mut added = 0;
+        while !stop.is_requested() && (added + 1) * buffer_bytes <= limit {
+            if !pool.prefault_one(buffer_bytes) {
+                break;
+            }
+            added += 1;
+        }
+        tracing::info!(
+            shard = id,
+            buffers = added,
+            buffer_bytes,
+            budget,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "batch cache memory faulted in"
+        );
+    };
+    if let Err(e) = std::thread::Builder::new().name(format!("prefault-{id}")).spawn(run) {
+        tracing::warn!(shard = id, error = %e, "starting the cache prefault failed");
     }
-    tracing::info!(
-        shard = shard.id,
-        buffers = added,
-        buffer_bytes,
-        budget,
-        elapsed_ms = started.elapsed().as_millis() as u64,
-        "batch cache memory faulted in"
-    );
-    added
+}
+
+/// Bytes one shard faults in ahead of use: its cache budget, but at most its share
+/// (over `shards`) of half the memory available (`MemAvailable`, `None`: unknown) when
+/// it starts. A budget beyond what the machine can hold then fails as it did before
+/// the prefault, when data fills it, instead of making the kernel kill the broker at
+/// start-up; and brokers started side by side leave each other room.
+pub fn prefault_bytes(budget: usize, shards: usize, available: Option<usize>) -> usize {
+    available.map_or(budget, |a| budget.min(a / 2 / shards.max(1)))
 }
 
 #[cfg(test)]

@@ -101,7 +101,7 @@ impl Shard {
         let cache_bytes = config.cache_bytes_per_shard(nr_shards);
         tracing::debug!(shard = id, cache_bytes, "batch cache budget");
         let cache =
-            ShardCache::shared(cache_bytes, config.partition_cache_bytes.unwrap_or(usize::MAX));
+            ShardCache::for_shard(cache_bytes, config.partition_cache_bytes.unwrap_or(usize::MAX));
         let shard = Rc::new(Shard {
             id,
             nr_shards,
