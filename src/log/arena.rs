@@ -104,6 +104,17 @@ impl ArenaPool {
         self.idle_total.store(idle.bytes, Ordering::Relaxed);
     }
 
+    /// Runs `change` on the idle buffers under the lock, publishes their count and
+    /// bytes, and frees the buffers `change` returns once the lock is released.
+    fn change(&self, change: impl FnOnce(&mut Idle) -> Vec<Block>) {
+        let freed = self.idle.lock().map(|mut idle| {
+            let freed = change(&mut idle);
+            self.publish(&idle);
+            freed
+        });
+        drop(freed);
+    }
+
     /// Idle buffers held now.
     pub fn idle(&self) -> usize {
         self.idle.lock().map_or(0, |i| i.blocks.len())
@@ -125,12 +136,7 @@ impl ArenaPool {
         if self.idle_len.load(Ordering::Relaxed) > self.max_free
             && self.idle_total.load(Ordering::Relaxed) > bytes
         {
-            let shed = self.idle.lock().map(|mut idle| {
-                let shed = idle.shed(self.max_free, bytes);
-                self.publish(&idle);
-                shed
-            });
-            drop(shed);
+            self.change(|idle| idle.shed(self.max_free, bytes));
         }
     }
 
@@ -192,12 +198,7 @@ impl ArenaPool {
     /// grows here: what no reuse could take goes back to the allocator first).
     fn allocate(&self, len: usize) -> Block {
         let reserve = self.reserve.load(Ordering::Relaxed).saturating_sub(len);
-        let shed = self.idle.lock().map(|mut idle| {
-            let shed = idle.shed(self.max_free, reserve);
-            self.publish(&idle);
-            shed
-        });
-        drop(shed);
+        self.change(|idle| idle.shed(self.max_free, reserve));
         Block::new(len)
     }
 
@@ -209,17 +210,14 @@ impl ArenaPool {
             return;
         }
         let reserve = self.reserve.load(Ordering::Relaxed);
-        let shed = self.idle.lock().map(|mut idle| {
+        self.change(|idle| {
             if self.max_free == 0 && idle.bytes + block.capacity > reserve {
                 return vec![block];
             }
             idle.bytes += block.capacity;
             idle.blocks.push(block);
-            let shed = idle.shed(self.max_free, reserve);
-            self.publish(&idle);
-            shed
+            idle.shed(self.max_free, reserve)
         });
-        drop(shed);
     }
 }
 
