@@ -437,6 +437,20 @@ pub struct Config {
     #[arg(long, env = "SHARDLOG_ZERO_FILL_MAX_WRITE_BYTES", default_value_t = 256 << 10)]
     pub zero_fill_max_write_bytes: u64,
 
+    /// DMA-write appended batches straight from the batch cache's memory: each batch is
+    /// placed there at an address aligned like its position in the segment file, so a
+    /// write sends the whole 4 KiB blocks from the cache and copies only the partial
+    /// first and last blocks. `false`: every write copies its batches into one DMA
+    /// buffer first (a second copy of every produced byte). The bytes on disk are the
+    /// same either way.
+    #[arg(
+        long,
+        env = "SHARDLOG_WRITE_FROM_ARENA",
+        default_value_t = true,
+        action = clap::ArgAction::Set
+    )]
+    pub write_from_arena: bool,
+
     /// For tests of the panic path only: a request whose client id is this makes the
     /// shard that reads it panic (the broker then logs the request and aborts).
     #[arg(long, env = "SHARDLOG_DEBUG_PANIC_CLIENT_ID", hide = true)]

@@ -353,6 +353,19 @@ impl Arena {
         self.tag
     }
 
+    /// Bytes to skip so that the next copy starts at an address congruent to `residue`
+    /// modulo [`BLOCK_ALIGN`] (the block itself is aligned): 0 to `BLOCK_ALIGN - 1`.
+    pub fn gap_to(&self, residue: usize) -> usize {
+        (residue % BLOCK_ALIGN + BLOCK_ALIGN - self.used % BLOCK_ALIGN) % BLOCK_ALIGN
+    }
+
+    /// Leaves the next `n` bytes unused (the caller checked [`Arena::room`]): they are
+    /// never handed out, so later copies stay immutable slices of their own.
+    pub fn skip(&mut self, n: usize) {
+        assert!(n <= self.room(), "arena overflow");
+        self.used += n;
+    }
+
     /// Copies `src` into the arena (the caller checked [`Arena::room`]), lets `edit`
     /// change the copy, and returns it as `Bytes` that keep the arena alive. Consecutive
     /// copies are adjacent in memory.

@@ -38,7 +38,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
-use super::arena::{Arena, ArenaPool, ReadBuf};
+use super::arena::{Arena, ArenaPool, ReadBuf, BLOCK_ALIGN};
 
 use crate::protocol::batch::BatchIter;
 
@@ -247,6 +247,22 @@ impl ShardCache {
         src: &[u8],
         edit: impl FnOnce(&mut [u8]),
     ) -> (Bytes, u64) {
+        self.copy_in_at(id, src, None, edit)
+    }
+
+    /// [`ShardCache::copy_in`] for a batch that will lie at `file_pos` in its segment
+    /// file: in an arena, the copy starts at an address congruent to `file_pos` modulo
+    /// [`BLOCK_ALIGN`] (up to `BLOCK_ALIGN - 1` bytes are skipped when it would not), so
+    /// that the log's writer can DMA whole blocks of consecutive batches straight from
+    /// the arena (see `PartitionLog::write_group`). `None`: placed right after the
+    /// previous copy.
+    pub fn copy_in_at(
+        &mut self,
+        id: PartitionId,
+        src: &[u8],
+        file_pos: Option<u64>,
+        edit: impl FnOnce(&mut [u8]),
+    ) -> (Bytes, u64) {
         let arena_bytes = self.arena_bytes();
         let room = match self.parts.get(&id) {
             Some(p)
@@ -262,12 +278,17 @@ impl ShardCache {
                 return (copy.freeze(), 0);
             }
         };
-        if room < src.len() {
+        let residue = file_pos.map(|p| (p % BLOCK_ALIGN as u64) as usize);
+        let gap = |a: &Arena| residue.map_or(0, |r| a.gap_to(r));
+        let current = self.parts.get(&id).and_then(|p| p.arena.as_ref());
+        if room < current.map_or(0, gap) + src.len() {
             let tag = self.tag();
             let arena = self.pool.arena(arena_bytes, tag);
             self.parts.get_mut(&id).expect("checked above").arena = Some(arena);
         }
         let arena = self.parts.get_mut(&id).and_then(|p| p.arena.as_mut()).expect("set above");
+        // Room for both: checked above, or a new arena (a batch is at most half of one).
+        arena.skip(gap(arena));
         (arena.push(src, edit), arena.tag())
     }
 
@@ -755,6 +776,37 @@ mod tests {
         off.insert(q, cb(0, 1, 10));
         assert_eq!(off.used(), 0);
         assert!(off.read(q, 0, 100, 10).is_none());
+    }
+
+    #[test]
+    fn copies_placed_at_a_file_position_mirror_its_block_alignment() {
+        // 64 KiB arenas (the minimum), one partition.
+        let mut c = ShardCache::new(256 << 10, usize::MAX);
+        let p = c.register();
+        let at = |b: &Bytes| b.as_ptr() as usize % BLOCK_ALIGN;
+        // The first copy skips 100 bytes of its new arena to sit at residue 100.
+        let (a, tag_a) = c.copy_in_at(p, &[1; 1000], Some(8192 + 100), |_| {});
+        assert_eq!(at(&a), 100);
+        // The next batch of the file follows right after it: no gap.
+        let (b, tag_b) = c.copy_in_at(p, &[2; 5000], Some(8192 + 1100), |_| {});
+        assert_eq!((b.as_ptr() as usize, tag_b), (a.as_ptr() as usize + 1000, tag_a));
+        // A new segment (position 0): the copy moves on to the next block boundary.
+        let (d, tag_d) = c.copy_in_at(p, &[3; 300], Some(0), |_| {});
+        assert_eq!((at(&d), tag_d), (0, tag_a));
+        assert_eq!(d.as_ptr() as usize, (b.as_ptr() as usize + 5000).next_multiple_of(4096));
+        // Fill the arena to 64,492 bytes (1,044 left, at residue 3,052).
+        c.copy_in(p, &[0; 30_000], |_| {});
+        let (full, _) = c.copy_in(p, &[0; 26_000], |_| {});
+        let base = a.as_ptr() as usize - 100;
+        assert_eq!(full.as_ptr() as usize + 26_000 - base, 64_492);
+        // 1,000 bytes would fit, but not after the 948-byte gap to residue 4,000: a new
+        // arena, the copy at that residue.
+        let (e, tag_e) = c.copy_in_at(p, &[4; 1000], Some(4000), |_| {});
+        assert_ne!(tag_e, tag_a);
+        assert_eq!(at(&e), 4000);
+        // Without a position, copies follow each other as before.
+        let (f, _) = c.copy_in(p, &[5; 10], |_| {});
+        assert_eq!(f.as_ptr() as usize, e.as_ptr() as usize + 1000);
     }
 
     #[test]

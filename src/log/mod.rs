@@ -8,8 +8,10 @@
 //! [`PartitionLog::append`] is synchronous in memory: sequence check, offset assignment
 //! (rewrites the base offset, optionally LogAppendTime), push to the batch cache and to a
 //! pending queue; then it awaits the high watermark. A per-partition writer task drains
-//! the queue into one aligned DMA buffer per write (re-writing the partial last block
-//! from its aligned start), writes it, `fdatasync`s under [`FlushPolicy::Always`], then
+//! the queue into one aligned write (re-writing the partial last block from its aligned
+//! start; the whole blocks straight from the batch cache's arena where it holds them
+//! aligned like the file, see [`gather`]), writes it, `fdatasync`s under
+//! [`FlushPolicy::Always`], then
 //! advances the high watermark and wakes appenders and Fetch long-polls. Under
 //! [`FlushPolicy::Interval`] a timer task `fdatasync`s every `flush_interval_ms`.
 //!
@@ -32,6 +34,7 @@
 pub mod arena;
 pub mod cache;
 pub mod cleaner;
+pub mod gather;
 pub mod index;
 pub mod producer_state;
 pub mod recovery;
@@ -105,6 +108,11 @@ pub struct LogConfig {
     /// blocks in place instead of extending the file, while its data writes average
     /// fewer than this many bytes (see [`zero_fill`]); 0: never.
     pub zero_fill_max_write: u64,
+    /// DMA-write appended batches straight from the batch cache's arena, where it holds
+    /// them at addresses aligned like their file positions, with only the partial first
+    /// and last blocks copied; false: every write copies its batches into one DMA
+    /// buffer (`--write-from-arena`).
+    pub write_from_arena: bool,
     /// `segment.ms`: an append to an active segment whose first append (after it was
     /// created or the log opened) is more than this many ms ago rolls a new segment
     /// (Kafka bases this on the first batch's timestamp; the broker's clock keeps
@@ -281,6 +289,8 @@ pub struct PartitionLog {
     /// The batch cache (the shard's, or a private one) and this partition's handle in it.
     cache: SharedCache,
     cache_id: PartitionId,
+    /// Writes sent gathered from the arena ([`gather`]) rather than copied.
+    pub gathered_writes: Cell<u64>,
 }
 
 impl Drop for PartitionLog {
@@ -339,6 +349,7 @@ impl PartitionLog {
         let log = Rc::new(PartitionLog {
             cache,
             cache_id,
+            gathered_writes: Cell::new(0),
             watch: Rc::new(HwWatch::new(leo)),
             writer_wake: Rc::new(Notify::default()),
             state: RefCell::new(State {
@@ -462,14 +473,33 @@ impl PartitionLog {
                     let base = st.leo;
                     let live = self.live.get();
                     let lat = if live.log_append_time { now_ms } else { -1 };
-                    let (data, alloc) =
-                        self.cache.borrow_mut().copy_in(self.cache_id, &batch[..size], |buf| {
+                    let aged = st
+                        .planned_first_append
+                        .is_some_and(|t| now_ms.saturating_sub(t) > live.segment_ms);
+                    let roll = st.planned_size > 0
+                        && (st.planned_size + size as u64 > live.segment_bytes
+                            || base + h.last_offset_delta as i64 - st.planned_base
+                                > u32::MAX as i64
+                            || aged);
+                    // Where the batch will lie in its segment file, for the arena to
+                    // mirror the file's block alignment (see `write_group`).
+                    let file_pos = self.config.write_from_arena.then_some(if roll {
+                        0
+                    } else {
+                        st.planned_size
+                    });
+                    let (data, alloc) = self.cache.borrow_mut().copy_in_at(
+                        self.cache_id,
+                        &batch[..size],
+                        file_pos,
+                        |buf| {
                             batch::set_base_offset(buf, base);
                             batch::set_partition_leader_epoch(buf, PARTITION_LEADER_EPOCH);
                             if lat >= 0 {
                                 batch::set_log_append_time(buf, lat);
                             }
-                        });
+                        },
+                    );
                     let mut hdr = h;
                     hdr.base_offset = base;
                     hdr.partition_leader_epoch = PARTITION_LEADER_EPOCH;
@@ -492,13 +522,6 @@ impl PartitionLog {
                         }
                         st.producers.completed_unwritten(txn);
                     }
-                    let aged = st
-                        .planned_first_append
-                        .is_some_and(|t| now_ms.saturating_sub(t) > live.segment_ms);
-                    let roll = st.planned_size > 0
-                        && (st.planned_size + size as u64 > live.segment_bytes
-                            || hdr.last_offset() - st.planned_base > u32::MAX as i64
-                            || aged);
                     if roll {
                         st.planned_size = 0;
                         st.planned_base = base;
@@ -963,7 +986,9 @@ impl PartitionLog {
     }
 
     /// One DMA write: the partial last block followed by the group's batches, zero padded
-    /// to the alignment, at the aligned start of that block.
+    /// to the alignment, at the aligned start of that block. Gathered from the batches'
+    /// arena memory when they lie there like in the file (see [`gather`]), else copied
+    /// into one DMA buffer; the bytes written are the same either way.
     async fn write_group(&self, seg: &Segment, group: &[Pending]) -> io::Result<()> {
         let align = seg.alignment() as usize;
         let size = seg.size.get();
@@ -972,21 +997,40 @@ impl PartitionLog {
         let tail_len = (size - start) as usize;
         let used = tail_len + new_bytes;
         let buf_len = used.div_ceil(align) * align;
-        let mut dma = seg.file.alloc_dma_buffer(buf_len);
-        let new_tail = {
-            let b = dma.as_bytes_mut();
-            b[..tail_len].copy_from_slice(&seg.tail.borrow());
-            let mut at = tail_len;
-            for p in group {
-                b[at..at + p.data.len()].copy_from_slice(&p.data);
-                at += p.data.len();
-            }
-            b[used..].fill(0);
-            b[used - used % align..used].to_vec()
-        };
         let end = start + buf_len as u64;
-        seg.zero_fill.before_write(end).await;
-        let n = seg.file.write_at(dma, start).await.map_err(io::Error::from)?;
+        let gathered = if self.config.write_from_arena {
+            let batches = group.iter().map(|p| p.data.clone()).collect();
+            gather::GatheredWrite::new(&seg.file, &seg.tail.borrow(), batches, size)
+        } else {
+            None
+        };
+        let (n, new_tail) = match gathered {
+            Some(mut w) => {
+                debug_assert_eq!(w.len, buf_len);
+                let new_tail = std::mem::take(&mut w.new_tail);
+                seg.zero_fill.before_write(end).await;
+                let (_, n) =
+                    seg.file.write_at_aligned_from(start, w).await.map_err(io::Error::from)?;
+                self.gathered_writes.set(self.gathered_writes.get() + 1);
+                (n, new_tail)
+            }
+            None => {
+                let mut dma = seg.file.alloc_dma_buffer(buf_len);
+                let new_tail = {
+                    let b = dma.as_bytes_mut();
+                    b[..tail_len].copy_from_slice(&seg.tail.borrow());
+                    let mut at = tail_len;
+                    for p in group {
+                        b[at..at + p.data.len()].copy_from_slice(&p.data);
+                        at += p.data.len();
+                    }
+                    b[used..].fill(0);
+                    b[used - used % align..used].to_vec()
+                };
+                seg.zero_fill.before_write(end).await;
+                (seg.file.write_at(dma, start).await.map_err(io::Error::from)?, new_tail)
+            }
+        };
         if n < buf_len {
             return Err(io::Error::new(
                 io::ErrorKind::WriteZero,

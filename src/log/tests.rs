@@ -37,6 +37,7 @@ pub(super) fn cfg() -> LogConfig {
         shard_cache: None,
         log_append_time: false,
         zero_fill_max_write: 256 << 10,
+        write_from_arena: true,
         segment_ms: i64::MAX,
     }
 }
@@ -767,5 +768,68 @@ fn a_log_closed_deferring_its_syncs_reopens_whole() {
         assert_eq!(log.append(idem(7, 0, 0, 3), 0).await.unwrap().base_offset, 0);
         assert_eq!(log.high_watermark(), 5);
         log.close().await.unwrap();
+    });
+}
+
+/// Batches of about 9,000 and 500 bytes in turn, into 64 KiB segments, appended one at
+/// a time and then 30 at once, to a log that writes whole blocks from the arena and to
+/// one that copies every write: the files are byte for byte the same (and so is the
+/// last block written, zero padding included, before close cuts it), every write of a
+/// 9,000-byte batch alone went out gathered (it covers a whole block whatever its
+/// start) and no other write of the sequential part did; the gathered log reads back.
+#[test]
+fn writes_gathered_from_the_arena_leave_the_same_files_as_copied_writes() {
+    run(|dir| async move {
+        let mut files = Vec::new();
+        for from_arena in [true, false] {
+            let d = dir.with_file_name(format!("topic-{}", u8::from(from_arena)));
+            let mut c = cfg();
+            c.segment_bytes = 64 << 10;
+            c.write_from_arena = from_arena;
+            let log = PartitionLog::open(d.clone(), c.clone()).await.unwrap();
+            for i in 0..20 {
+                log.append(batch(1, 8900, i), 0).await.unwrap();
+                log.append(batch(1, 400, i), 0).await.unwrap();
+            }
+            log.append(batch(1, 8900, 20), 0).await.unwrap();
+            assert_eq!(log.gathered_writes.get(), if from_arena { 21 } else { 0 });
+            // The active segment's last block as written, padding included (close cuts
+            // the file at the logical size).
+            let active = log.active();
+            let written = active.size.get().next_multiple_of(4096) as usize;
+            let name = log_files(&d, "log").pop().unwrap();
+            let last_block = std::fs::read(d.join(name)).unwrap()[written - 4096..written].to_vec();
+            let futs: Vec<_> = (0..30)
+                .map(|i| {
+                    let (log, b) = (log.clone(), batch(1, if i % 2 == 0 { 8900 } else { 400 }, i));
+                    glommio::spawn_local(async move { log.append(b, 0).await.unwrap() })
+                })
+                .collect();
+            for f in futs {
+                f.await;
+            }
+            assert_eq!(log.high_watermark(), 71);
+            log.close().await.unwrap();
+            let names = log_files(&d, "log");
+            assert!(names.len() > 5, "{names:?}");
+            let bytes: Vec<Vec<u8>> =
+                names.iter().map(|n| std::fs::read(d.join(n)).unwrap()).collect();
+            files.push((names, bytes, last_block));
+            if from_arena {
+                let log = PartitionLog::open(d, c).await.unwrap();
+                let mut all = Vec::new();
+                let mut at = 0;
+                while at < 71 {
+                    let b = log.read(at, 1 << 20).await.unwrap();
+                    let hs = headers(&b);
+                    at = hs.last().unwrap().last_offset() + 1;
+                    all.extend(hs);
+                }
+                assert_eq!(all.len(), 71);
+                assert!(all.iter().enumerate().all(|(i, h)| h.base_offset == i as i64));
+                log.close().await.unwrap();
+            }
+        }
+        assert_eq!(files[0], files[1]);
     });
 }

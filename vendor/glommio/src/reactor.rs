@@ -585,6 +585,31 @@ impl Reactor {
         }
     }
 
+    /// A gathered DMA write of memory the caller lends (`IoBuffer::LentWrite`).
+    /// shardlog patch.
+    pub(crate) fn write_dma_from(
+        &self,
+        raw: RawFd,
+        src: Box<dyn crate::sys::WriteSource>,
+        pos: u64,
+        pollable: PollableStatus,
+    ) -> Source {
+        let stats = StatsCollection {
+            fulfilled: Some(|result, stats, op_count| {
+                if let Ok(result) = result {
+                    stats.file_writes += op_count;
+                    stats.file_bytes_written += *result as u64 * op_count;
+                }
+            }),
+            reused: None,
+            latency: None,
+        };
+        let source =
+            self.new_source(raw, SourceType::Write(pollable, IoBuffer::LentWrite(src)), Some(stats));
+        self.sys.write_dma_from(&source, pos);
+        source
+    }
+
     /// A DMA read into memory the caller lends (`IoBuffer::Lent`); never deduplicated
     /// by a file scheduler. shardlog patch.
     pub(crate) fn read_dma_into(

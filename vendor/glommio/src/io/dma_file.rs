@@ -414,6 +414,31 @@ impl DmaFile {
         Ok((*sink.expect("the sink keeps its type"), read_size))
     }
 
+    /// Writes the pieces `src` lends, in order, as one gathered write (`writev`) at
+    /// `pos`, straight from the caller's memory (shardlog patch, not in glommio 0.9.0).
+    /// `pos` and every piece's address and length must be multiples of
+    /// [`Self::alignment`]. If this future is dropped before the write completes, the
+    /// reactor keeps `src` until the kernel is done with it and then drops it. Returns
+    /// `src` and the bytes written.
+    pub async fn write_at_aligned_from<S: sys::WriteSource>(
+        &self,
+        pos: u64,
+        src: S,
+    ) -> Result<(S, usize)> {
+        let source = self.file.reactor.upgrade().unwrap().write_dma_from(
+            self.as_raw_fd(),
+            Box::new(src),
+            pos,
+            self.pollable,
+        );
+        let written = enhanced_try!(source.collect_rw().await, "Writing", self.file)?;
+        let src = match source.extract_buffer() {
+            sys::IoBuffer::LentWrite(src) => src.into_any().downcast::<S>(),
+            _ => unreachable!("a write_dma_from source holds its memory"),
+        };
+        Ok((*src.expect("the source keeps its type"), written))
+    }
+
     /// Reads into buffer in buf from a specific position in the file.
     ///
     /// It is not necessary to respect the `O_DIRECT` alignment of the file, and

@@ -172,7 +172,7 @@ pub use self::{
     stat::Stat,
 };
 pub use crate::sys::DmaBuffer;
-pub use crate::sys::ReadSink;
+pub use crate::sys::{ReadSink, WriteSource};
 
 #[cfg(test)]
 mod test {

@@ -400,6 +400,26 @@ pub(crate) enum IoBuffer {
     /// Memory a caller lent to a read ([`crate::io::DmaFile::read_at_aligned_into`]).
     /// shardlog patch.
     Lent(Box<dyn ReadSink>),
+    /// Memory a caller lent to a gathered write
+    /// ([`crate::io::DmaFile::write_at_aligned_from`]). shardlog patch.
+    LentWrite(Box<dyn WriteSource>),
+}
+
+/// Memory a caller lends to a gathered DMA write (`DmaFile::write_at_aligned_from`), so
+/// the kernel reads straight from the caller's own buffers, in order, without a copy
+/// into a glommio buffer (shardlog patch, not in glommio 0.9.0).
+///
+/// # Safety
+/// Every `iovec` of `iovecs()` must describe readable memory that stays valid and
+/// unchanged, as must the `iovec` array itself, for as long as the value lives,
+/// wherever it is moved: the reactor keeps the value until the kernel has finished
+/// with the memory, even when the write's future is dropped first. For `O_DIRECT`
+/// every address and length must be a multiple of the file's alignment.
+pub unsafe trait WriteSource: std::any::Any + std::fmt::Debug {
+    /// The pieces to write, in order.
+    fn iovecs(&self) -> &[libc::iovec];
+    /// The value as `Any`, to get the caller's own type back.
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any>;
 }
 
 /// Memory a caller lends to a DMA read (`DmaFile::read_at_aligned_into`), so the kernel
@@ -432,6 +452,8 @@ impl Deref for IoBuffer {
             IoBuffer::Lent(sink) => unsafe {
                 std::slice::from_raw_parts(sink.sink_ptr(), sink.sink_len())
             },
+            // A gathered write has no one slice; nothing reads it back through here.
+            IoBuffer::LentWrite(_) => &[],
         }
     }
 }

@@ -65,6 +65,9 @@ enum UringOpDescriptor {
     Read(u64, usize),
     /// A read into lent memory (`IoBuffer::Lent`): pointer, length, position.
     ReadInto(*mut u8, usize, u64),
+    /// A gathered write from lent memory (`IoBuffer::LentWrite`): the `iovec` array,
+    /// its length, position.
+    WritevFrom(*const libc::iovec, usize, u64),
     Open(*const u8, libc::c_int, u32),
     Close,
     FDataSync,
@@ -355,6 +358,11 @@ fn fill_sqe<F>(
             UringOpDescriptor::ReadInto(ptr, len, pos) => {
                 let buf = std::slice::from_raw_parts_mut(ptr, len);
                 sqe.prep_read(op.fd, buf, pos);
+            }
+            UringOpDescriptor::WritevFrom(iov, count, pos) => {
+                // `IoSlice` is ABI-compatible with `iovec` on Unix (std's guarantee).
+                let bufs = std::slice::from_raw_parts(iov as *const std::io::IoSlice<'_>, count);
+                sqe.prep_write_vectored(op.fd, bufs, pos);
             }
             UringOpDescriptor::ReadFixed(pos, len) => {
                 let mut buf = buffer_allocation(len).expect("Buffer allocation failed");
@@ -1493,6 +1501,24 @@ impl Reactor {
 
     pub(crate) fn read_dma(&self, source: &Source, pos: u64, size: usize) {
         let op = UringOpDescriptor::ReadFixed(pos, size);
+        queue_request_into_ring(
+            &mut *self.ring_for_source(source),
+            source,
+            op,
+            &mut self.source_map.borrow_mut(),
+        );
+    }
+
+    /// Queues a gathered write of the memory the source's `IoBuffer::LentWrite` holds
+    /// (shardlog patch).
+    pub(crate) fn write_dma_from(&self, source: &Source, pos: u64) {
+        let op = match &*source.source_type() {
+            SourceType::Write(_, IoBuffer::LentWrite(src)) => {
+                let iov = src.iovecs();
+                UringOpDescriptor::WritevFrom(iov.as_ptr(), iov.len(), pos)
+            }
+            x => panic!("Unexpected source type for write_dma_from: {:?}", x),
+        };
         queue_request_into_ring(
             &mut *self.ring_for_source(source),
             source,
