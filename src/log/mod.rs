@@ -291,6 +291,8 @@ pub struct PartitionLog {
     cache_id: PartitionId,
     /// Writes sent gathered from the arena ([`gather`]) rather than copied.
     pub gathered_writes: Cell<u64>,
+    /// Batches those gathered writes carried.
+    pub gathered_batches: Cell<u64>,
 }
 
 impl Drop for PartitionLog {
@@ -350,6 +352,7 @@ impl PartitionLog {
             cache,
             cache_id,
             gathered_writes: Cell::new(0),
+            gathered_batches: Cell::new(0),
             watch: Rc::new(HwWatch::new(leo)),
             writer_wake: Rc::new(Notify::default()),
             state: RefCell::new(State {
@@ -1012,6 +1015,7 @@ impl PartitionLog {
                 let (_, n) =
                     seg.file.write_at_aligned_from(start, w).await.map_err(io::Error::from)?;
                 self.gathered_writes.set(self.gathered_writes.get() + 1);
+                self.gathered_batches.set(self.gathered_batches.get() + group.len() as u64);
                 (n, new_tail)
             }
             None => {

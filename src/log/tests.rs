@@ -793,12 +793,15 @@ fn writes_gathered_from_the_arena_leave_the_same_files_as_copied_writes() {
             }
             log.append(batch(1, 8900, 20), 0).await.unwrap();
             assert_eq!(log.gathered_writes.get(), if from_arena { 21 } else { 0 });
+            assert_eq!(log.gathered_batches.get(), log.gathered_writes.get());
             // The active segment's last block as written, padding included (close cuts
             // the file at the logical size).
             let active = log.active();
-            let written = active.size.get().next_multiple_of(4096) as usize;
+            let align = active.alignment();
+            let written = active.size.get().next_multiple_of(align) as usize;
             let name = log_files(&d, "log").pop().unwrap();
-            let last_block = std::fs::read(d.join(name)).unwrap()[written - 4096..written].to_vec();
+            let file = std::fs::read(d.join(name)).unwrap();
+            let last_block = file[written - align as usize..written].to_vec();
             let futs: Vec<_> = (0..30)
                 .map(|i| {
                     let (log, b) = (log.clone(), batch(1, if i % 2 == 0 { 8900 } else { 400 }, i));
@@ -809,6 +812,11 @@ fn writes_gathered_from_the_arena_leave_the_same_files_as_copied_writes() {
                 f.await;
             }
             assert_eq!(log.high_watermark(), 71);
+            if from_arena {
+                // Groups of several batches went out gathered too.
+                let (w, b) = (log.gathered_writes.get() - 21, log.gathered_batches.get() - 21);
+                assert!(w > 0 && b > w, "{w} gathered writes of {b} batches");
+            }
             log.close().await.unwrap();
             let names = log_files(&d, "log");
             assert!(names.len() > 5, "{names:?}");
