@@ -77,6 +77,17 @@ pub struct Config {
     #[arg(long, env = "SHARDLOG_ADVERTISED_LISTENERS")]
     pub advertised_listeners: Option<String>,
 
+    /// Advertise each shard as a broker node of its own: shard i also listens, alone,
+    /// on port PORT+i of the listener's host (0: a free port per shard, picked at
+    /// start) and is node `--node-id`+i in Metadata, DescribeCluster and
+    /// FindCoordinator, the leader of the partitions it owns and the coordinator of
+    /// its groups and transactional ids. Clients then send each request to the shard
+    /// that owns what it names (no hop between cores) and keep one fetch in flight
+    /// per shard. The shared listener still serves everything (bootstrap). Needs
+    /// exactly one listener. Default: off (one node).
+    #[arg(long, env = "SHARDLOG_SHARD_PORTS")]
+    pub shard_ports: Option<u16>,
+
     /// SASL mechanisms offered on SASL_PLAINTEXT and SASL_SSL listeners, comma-separated (Kafka
     /// `sasl.enabled.mechanisms`; Kafka's default is GSSAPI, which shardlog does not
     /// implement): PLAIN, SCRAM-SHA-256, SCRAM-SHA-512.
@@ -543,6 +554,12 @@ pub struct Config {
     /// that every shard binds the same port (SO_REUSEPORT) and clients are told it.
     #[arg(skip)]
     pub bound_ports: Vec<u16>,
+
+    /// With `--shard-ports`, the port each shard's own listener was bound to (by
+    /// shard id; ephemeral ones resolved). Filled by `main` before the shards start;
+    /// empty without the flag.
+    #[arg(skip)]
+    pub shard_bound_ports: Vec<u16>,
 }
 
 impl Config {
@@ -612,6 +629,12 @@ impl Config {
     /// Checks values clap cannot: ranges that would make the broker useless.
     pub fn validate(&self) -> Result<(), String> {
         let listeners = self.listeners()?;
+        if self.shard_ports.is_some() && listeners.len() != 1 {
+            return Err(format!(
+                "--shard-ports needs exactly one listener, and {} are given",
+                listeners.len()
+            ));
+        }
         if let Some(m) = self.metrics_addr()? {
             if let Some(l) = listeners.iter().find(|l| m.port() != 0 && m.port() == l.bind.port()) {
                 return Err(format!(
@@ -706,6 +729,7 @@ impl Config {
                 bind: self.listen,
                 advertised_host: host,
                 advertised_port: port,
+                shard: None,
             };
             if let Some(a) = advertised.iter().flatten().find(|a| a.protocol == listener.protocol) {
                 (listener.advertised_host, listener.advertised_port) =

@@ -16,6 +16,7 @@ use shardlog::config::{Config, LogFormat};
 use shardlog::net::limits::ConnectionLimits;
 use shardlog::net::listener::Bound;
 use shardlog::net::listeners::{Listener, SecurityProtocol};
+use shardlog::net::shard_nodes;
 use shardlog::security::plain::PlainUsers;
 use shardlog::security::sasl::{Mechanism, SaslConfig};
 use shardlog::security::tls::{ClientAuth, TlsServers};
@@ -73,6 +74,15 @@ fn main() -> ExitCode {
         }
     };
 
+    let cpus = core_affinity::get_core_ids().map(|c| c.len()).unwrap_or(1).max(1);
+    let nr_shards = config.cores.unwrap_or(cpus).max(1);
+    if nr_shards > cpus {
+        // Thread-per-core: more executors than CPUs only makes them fight (and
+        // glommio's pool misbehaves past a few times the CPU count).
+        tracing::error!(nr_shards, cpus, "--cores must not exceed the CPUs this process may use");
+        return ExitCode::FAILURE;
+    }
+
     // A listener on port 0 gets an ephemeral port here, once, which every shard then
     // binds (each shard binding port 0 itself would get a port of its own). The
     // reserving sockets are bound, never listening, and held until the process exits.
@@ -93,6 +103,18 @@ fn main() -> ExitCode {
             port => port,
         };
         config.bound_ports.push(port);
+    }
+    if let Some(base) = config.shard_ports {
+        match shard_ports(&config, base, nr_shards) {
+            Ok((ports, reserved)) => {
+                config.shard_bound_ports = ports;
+                _reserved_ports.extend(reserved);
+            }
+            Err(e) => {
+                tracing::error!("--shard-ports: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
     }
     let config = Arc::new(config);
     let listeners: Arc<Vec<Listener>> = Arc::new(config.listeners().unwrap_or_default());
@@ -121,7 +143,11 @@ fn main() -> ExitCode {
     // One broker per listen address: with SO_REUSEPORT a second one would bind it too
     // and silently take half the connections. Held until the process exits.
     let mut _listen_locks = Vec::new();
-    for listener in listeners.iter() {
+    // With --shard-ports, each shard's own listener (validate: exactly one listener).
+    let own: Vec<Listener> = (0..nr_shards)
+        .filter_map(|shard| shard_nodes::shard_listener(&config, listeners.first()?, shard))
+        .collect();
+    for listener in listeners.iter().chain(&own) {
         match claim_listen_address(listener.bind) {
             Ok(lock) => _listen_locks.push(lock),
             Err(e) => {
@@ -159,14 +185,6 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
 
-    let cpus = core_affinity::get_core_ids().map(|c| c.len()).unwrap_or(1).max(1);
-    let nr_shards = config.cores.unwrap_or(cpus).max(1);
-    if nr_shards > cpus {
-        // Thread-per-core: more executors than CPUs only makes them fight (and
-        // glommio's pool misbehaves past a few times the CPU count).
-        tracing::error!(nr_shards, cpus, "--cores must not exceed the CPUs this process may use");
-        return ExitCode::FAILURE;
-    }
     let placement = PoolPlacement::MaxSpread(nr_shards, None);
     let names: Vec<String> =
         listeners.iter().map(|l| format!("{}://{}", l.name(), l.bind)).collect();
@@ -178,6 +196,7 @@ fn main() -> ExitCode {
         ring_depth = config.ring_depth,
         produce_fanout = ?config.produce_fanout,
         spin_before_park_us = config.spin_before_park_us,
+        shard_ports = ?config.shard_bound_ports,
         "starting shardlog"
     );
 
@@ -360,6 +379,21 @@ async fn run_started_shard(
                 }
             }
         }
+        if let Some(own) =
+            listeners.first().and_then(|l| shard_nodes::shard_listener(&config, l, id))
+        {
+            match TcpListener::bind(own.bind) {
+                Ok(socket) => bound.push(Bound {
+                    socket,
+                    tls: tls.as_ref().and_then(|t| t.for_protocol(own.protocol)),
+                    listener: Rc::new(own),
+                }),
+                Err(e) => {
+                    shutdown.request();
+                    failure = Some(format!("shard {id}: cannot listen on {}: {e}", own.bind));
+                }
+            }
+        }
         failure.is_none().then_some(bound)
     } else {
         // A signal during start-up, or another shard failed: close like a shutdown.
@@ -483,6 +517,51 @@ fn claim_listen_address(
         format!("cannot listen on {addr}: {e} (is another broker or process using it?)")
     })?;
     Ok(lock)
+}
+
+/// The port of every shard's own listener (`--shard-ports base`), by shard id, and the
+/// sockets holding the ephemeral ones (base 0) until the process exits. Errors: a
+/// port past 65,535, a node id past `i32::MAX`, a port the shared listeners or the
+/// metrics endpoint use, no free port.
+fn shard_ports(
+    config: &Config,
+    base: u16,
+    nr_shards: usize,
+) -> Result<(Vec<u16>, Vec<std::net::TcpListener>), String> {
+    let listeners = config.listeners()?;
+    let Some(listener) = listeners.first() else {
+        return Err("no listener".into());
+    };
+    if config.node_id.checked_add(nr_shards as i32 - 1).is_none() {
+        return Err(format!(
+            "--node-id {} leaves no node id for shard {}",
+            config.node_id,
+            nr_shards - 1
+        ));
+    }
+    let mut reserved = Vec::new();
+    let ports = if base == 0 {
+        let mut any = listener.bind;
+        any.set_port(0);
+        (0..nr_shards)
+            .map(|_| {
+                let (socket, port) =
+                    reserve_ephemeral_port(any).map_err(|e| format!("cannot pick a port: {e}"))?;
+                reserved.push(socket);
+                Ok(port)
+            })
+            .collect::<Result<Vec<u16>, String>>()?
+    } else {
+        shard_nodes::planned_ports(base, nr_shards)
+            .ok_or_else(|| format!("{base} + {nr_shards} shards passes port 65535"))?
+    };
+    let metrics = config.metrics_addr()?.map(|m| m.port());
+    if let Some(port) =
+        ports.iter().find(|&&p| listeners.iter().any(|l| l.bind.port() == p) || metrics == Some(p))
+    {
+        return Err(format!("port {port} is also --listen's or --metrics-listen's"));
+    }
+    Ok((ports, reserved))
 }
 
 /// Binds `addr` with SO_REUSEADDR and SO_REUSEPORT as the shards will, without

@@ -10,6 +10,11 @@
 //! - `replicas` null (cancel): NO_REASSIGNMENT_IN_PROGRESS, none ever is;
 //! - empty replicas, an unknown broker id, a broker listed twice:
 //!   INVALID_REPLICA_ASSIGNMENT.
+//!
+//! With `--shard-ports` each shard is a node ([`crate::net::shard_nodes`]); a target
+//! naming only registered nodes but not exactly the partition's own node (a move to,
+//! or a second replica on, another shard) is INVALID_REPLICA_ASSIGNMENT too: shardlog
+//! does not move partitions between shards.
 
 use kafka_protocol::messages::alter_partition_reassignments_response::{
     ReassignablePartitionResponse, ReassignableTopicResponse,
@@ -21,7 +26,9 @@ use tracing::info;
 
 use super::{Ctx, Outcome, Versions};
 use crate::error::ResponseError;
+use crate::config::Config;
 use crate::metadata::Catalog;
+use crate::net::shard_nodes;
 use crate::protocol::strings::sb;
 use crate::security::acl::AclOperation;
 
@@ -36,7 +43,7 @@ pub async fn handle(
     request: AlterPartitionReassignmentsRequest,
 ) -> Outcome<AlterPartitionReassignmentsResponse> {
     let response = if ctx.authorize_cluster(AclOperation::Alter) {
-        alter(&ctx.shard.catalog(), ctx.shard.config.node_id, &request)
+        alter(&ctx.shard.catalog(), &ctx.shard.config, &request)
     } else {
         denied(&request)
     };
@@ -74,10 +81,10 @@ fn denied(request: &AlterPartitionReassignmentsRequest) -> AlterPartitionReassig
         .with_responses(responses)
 }
 
-/// The answer for `request` against `catalog` on node `node_id`.
+/// The answer for `request` against `catalog` on the nodes `config` gives.
 fn alter(
     catalog: &Catalog,
-    node_id: i32,
+    config: &Config,
     request: &AlterPartitionReassignmentsRequest,
 ) -> AlterPartitionReassignmentsResponse {
     let (mut ok, mut total) = (0, 0);
@@ -91,7 +98,7 @@ fn alter(
                 .iter()
                 .map(|p| {
                     total += 1;
-                    let result = check(catalog, node_id, name, p.partition_index, p.replicas.as_deref());
+                    let result = check(catalog, config, name, p.partition_index, p.replicas.as_deref());
                     let out = ReassignablePartitionResponse::default()
                         .with_partition_index(p.partition_index)
                         .with_error_message(None);
@@ -117,7 +124,7 @@ fn alter(
 /// Whether `partition` of `topic` may have the replica set `target` (`None`: cancel).
 fn check(
     catalog: &Catalog,
-    node_id: i32,
+    config: &Config,
     topic: &str,
     partition: i32,
     target: Option<&[BrokerId]>,
@@ -143,7 +150,7 @@ fn check(
     let mut sorted: Vec<i32> = target.iter().map(|b| b.0).collect();
     sorted.sort_unstable();
     for (i, broker) in sorted.iter().enumerate() {
-        if *broker != node_id {
+        if shard_nodes::shard_of(config, *broker).is_none() {
             return Err((
                 ResponseError::InvalidReplicaAssignment,
                 format!("The manual partition assignment includes broker {broker}, but no such broker is registered."),
@@ -155,6 +162,16 @@ fn check(
                 format!("The manual partition assignment includes the broker {broker} more than once."),
             ));
         }
+    }
+    let own = shard_nodes::node_of(config, meta.partition_shards[partition as usize]);
+    if sorted != [own] {
+        return Err((
+            ResponseError::InvalidReplicaAssignment,
+            format!(
+                "Partition {topic}-{partition} has one replica, on node {own}; shardlog does \
+                 not move partitions between shards or add replicas."
+            ),
+        ));
     }
     Ok(())
 }
@@ -195,7 +212,7 @@ mod tests {
             ]),
             ReassignableTopic::default().with_name(topic_name("nope")).with_partitions(vec![partition(0, Some(&[0]))]),
         ]);
-        let r = alter(&catalog(), 0, &request);
+        let r = alter(&catalog(), &Config::from_args(["shardlog"]), &request);
         assert_eq!(r.error_code, 0);
         let codes: Vec<(i32, i16)> =
             r.responses[0].partitions.iter().map(|p| (p.partition_index, p.error_code)).collect();
@@ -217,5 +234,40 @@ mod tests {
         );
         assert_eq!(r.responses[1].name.as_str(), "nope");
         assert_eq!(r.responses[1].partitions[0].error_code, 3);
+    }
+
+    #[test]
+    fn with_a_node_per_shard_only_the_partitions_own_node_is_accepted() {
+        let mut c = Catalog::default();
+        c.create_topic("t", 2, Default::default(), 2).unwrap();
+        assert_eq!(c.topic("t").unwrap().partition_shards, vec![0, 1]);
+        let mut config = Config::from_args(["shardlog", "--node-id", "5"]);
+        config.shard_bound_ports = vec![9300, 9301];
+        let request = AlterPartitionReassignmentsRequest::default().with_topics(vec![
+            ReassignableTopic::default().with_name(topic_name("t")).with_partitions(vec![
+                partition(0, Some(&[5])),
+                partition(1, Some(&[6])),
+                partition(1, Some(&[5])),
+                partition(0, Some(&[5, 6])),
+                partition(0, Some(&[7])),
+            ]),
+        ]);
+        let r = alter(&c, &config, &request);
+        let answers: Vec<(i32, i16, Option<&str>)> = r.responses[0]
+            .partitions
+            .iter()
+            .map(|p| (p.partition_index, p.error_code, p.error_message.as_ref().map(|m| m.as_str())))
+            .collect();
+        let not_moved = |t: &'static str| Some(t);
+        assert_eq!(
+            answers,
+            vec![
+                (0, 0, None),
+                (1, 0, None),
+                (1, 39, not_moved("Partition t-1 has one replica, on node 6; shardlog does not move partitions between shards or add replicas.")),
+                (0, 39, not_moved("Partition t-0 has one replica, on node 5; shardlog does not move partitions between shards or add replicas.")),
+                (0, 39, Some("The manual partition assignment includes broker 7, but no such broker is registered.")),
+            ]
+        );
     }
 }

@@ -1,5 +1,6 @@
-//! DescribeCluster (key 60, KIP-700): this single broker, its cluster id, and
-//! itself as controller.
+//! DescribeCluster (key 60, KIP-700): this broker's nodes (one, or one per shard with
+//! `--shard-ports`: [`crate::net::shard_nodes`]), its cluster id, and node
+//! `--node-id` as controller.
 
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
@@ -42,16 +43,21 @@ pub async fn handle(
             )
         }
     }
-    let (host, port) = (ctx.listener.advertised_host.clone(), ctx.listener.advertised_port);
-    let node_id = ctx.shard.config.node_id;
+    let config = &ctx.shard.config;
+    let brokers = crate::net::shard_nodes::brokers(config, &ctx.listener)
+        .into_iter()
+        .map(|b| {
+            DescribeClusterBroker::default()
+                .with_broker_id(BrokerId(b.node_id))
+                .with_host(sb(&b.host))
+                .with_port(b.port)
+        })
+        .collect();
     let mut response = DescribeClusterResponse::default()
         .with_cluster_id(sb(&ctx.shard.catalog().cluster_id))
-        .with_controller_id(BrokerId(node_id))
+        .with_controller_id(BrokerId(config.node_id))
         .with_cluster_authorized_operations(i32::MIN)
-        .with_brokers(vec![DescribeClusterBroker::default()
-            .with_broker_id(BrokerId(node_id))
-            .with_host(sb(&host))
-            .with_port(port)]);
+        .with_brokers(brokers);
     if ctx.api_version >= 1 {
         response.endpoint_type = 1;
     }

@@ -1,6 +1,7 @@
 //! DescribeLogDirs (key 35): the broker's one log dir (`--data-dir`) with the size of
 //! every partition log in it, asked of every shard (each answers for the logs it
-//! holds). `kafka-log-dirs --describe`, `Admin.describeLogDirs` and
+//! holds; on a shard's own listener, `--shard-ports`, only that shard: its node's
+//! replicas). `kafka-log-dirs --describe`, `Admin.describeLogDirs` and
 //! `kafka-reassign-partitions --generate` call it.
 
 use std::collections::{BTreeMap, HashMap};
@@ -13,6 +14,7 @@ use kafka_protocol::messages::describe_log_dirs_response::{
 use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use crate::net::shard_nodes;
 use super::{Ctx, Outcome, Versions};
 use crate::error::ResponseError;
 use crate::protocol::strings::topic_name;
@@ -50,7 +52,7 @@ pub async fn handle(
         f
     });
     let mut pending = Vec::with_capacity(ctx.shard.nr_shards);
-    for to in 0..ctx.shard.nr_shards {
+    for to in shard_nodes::listed_shards(&ctx.listener, ctx.shard.nr_shards) {
         let (tx, rx) = oneshot::channel();
         ctx.shard.send(to, DataRequest::DescribeLogDir { filter: filter.clone(), reply: tx }).await;
         pending.push(rx);

@@ -49,7 +49,9 @@ pub async fn handle(
         describe: &|name| ctx.authorize(AclOperation::Describe, ResourceType::Topic, name),
         operations: &|name| ctx.authorized_operations(ResourceType::Topic, name),
     };
-    Outcome::Ready(describe(&catalog, ctx.shard.config.node_id, &request, &access))
+    let config = &ctx.shard.config;
+    let node_of = |shard| crate::net::shard_nodes::node_of(config, shard);
+    Outcome::Ready(describe(&catalog, &node_of, &request, &access))
 }
 
 /// What the connection may see (Kafka's `DescribeTopicPartitionsRequestHandler`): a
@@ -63,9 +65,11 @@ struct Access<'a> {
     operations: &'a dyn Fn(&str) -> i32,
 }
 
+/// The answer from `catalog`; `node_of` gives the node id of the shard owning a
+/// partition (its leader and only replica).
 fn describe(
     catalog: &Catalog,
-    node_id: i32,
+    node_of: &dyn Fn(usize) -> i32,
     request: &DescribeTopicPartitionsRequest,
     access: &Access<'_>,
 ) -> DescribeTopicPartitionsResponse {
@@ -125,6 +129,7 @@ fn describe(
         let end = count.min(start.saturating_add(remaining));
         let partitions: Vec<_> = (start..end)
             .map(|p| {
+                let node_id = node_of(meta.partition_shards[p as usize]);
                 DescribeTopicPartitionsResponsePartition::default()
                     .with_partition_index(p)
                     .with_leader_id(BrokerId(node_id))
@@ -221,15 +226,15 @@ mod tests {
     #[test]
     fn every_topic_sorted_and_paged_by_the_partition_limit() {
         let c = catalog(&[("b", 3), ("a", 2), ("c", 1)]);
-        let r = describe(&c, 1, &request(&[], 2000, None), &everything());
+        let r = describe(&c, &|_| 1, &request(&[], 2000, None), &everything());
         assert_eq!(summary(&r), (vec![t("a", 0, 0..2), t("b", 0, 0..3), t("c", 0, 0..1)], None));
         // A limit of 3 cuts b after its first partition; the cursor continues there.
-        let r = describe(&c, 1, &request(&[], 3, None), &everything());
+        let r = describe(&c, &|_| 1, &request(&[], 3, None), &everything());
         assert_eq!(summary(&r), (vec![t("a", 0, 0..2), t("b", 0, 0..1)], Some(("b".into(), 1))));
-        let r = describe(&c, 1, &request(&[], 3, Some(("b", 1))), &everything());
+        let r = describe(&c, &|_| 1, &request(&[], 3, Some(("b", 1))), &everything());
         assert_eq!(summary(&r), (vec![t("b", 0, 1..3), t("c", 0, 0..1)], None));
         // A limit that ends exactly at a topic's end: the cursor is the next topic.
-        let r = describe(&c, 1, &request(&[], 2, None), &everything());
+        let r = describe(&c, &|_| 1, &request(&[], 2, None), &everything());
         assert_eq!(summary(&r), (vec![t("a", 0, 0..2)], Some(("b".into(), 0))));
         let p = &r.topics[0].partitions[1];
         assert_eq!((p.leader_id, p.leader_epoch, p.replica_nodes.clone()), (BrokerId(1), 0, vec![BrokerId(1)]));
@@ -237,19 +242,35 @@ mod tests {
     }
 
     #[test]
+    fn each_partition_is_led_by_its_shards_node() {
+        let mut c = Catalog::default();
+        c.create_topic("a", 4, Default::default(), 2).unwrap();
+        let shards = c.topic("a").unwrap().partition_shards.clone();
+        assert_eq!(shards, vec![0, 1, 0, 1]);
+        let r = describe(&c, &|shard| 10 + shard as i32, &request(&["a"], 2000, None), &everything());
+        let leaders: Vec<(i32, Vec<BrokerId>, Vec<BrokerId>)> = r.topics[0]
+            .partitions
+            .iter()
+            .map(|p| (p.leader_id.0, p.replica_nodes.clone(), p.isr_nodes.clone()))
+            .collect();
+        let node = |n| (n, vec![BrokerId(n)], vec![BrokerId(n)]);
+        assert_eq!(leaders, vec![node(10), node(11), node(10), node(11)]);
+    }
+
+    #[test]
     fn named_topics_unknown_ones_and_a_cursor_outside_them() {
         let c = catalog(&[("b", 3), ("a", 2)]);
         let unknown = ResponseError::UnknownTopicOrPartition.code();
         let invalid = ResponseError::InvalidTopicException.code();
-        let r = describe(&c, 1, &request(&["b", "zz", "a", "b", "bad name!"], 2000, None), &everything());
+        let r = describe(&c, &|_| 1, &request(&["b", "zz", "a", "b", "bad name!"], 2000, None), &everything());
         let expect = vec![t("a", 0, 0..2), t("b", 0, 0..3), t("bad name!", invalid, 0..0), t("zz", unknown, 0..0)];
         assert_eq!(summary(&r), (expect, None));
         assert!(r.topics[3].topic_id.is_nil());
-        let r = describe(&c, 1, &request(&["a"], 2000, Some(("b", 0))), &everything());
+        let r = describe(&c, &|_| 1, &request(&["a"], 2000, Some(("b", 0))), &everything());
         assert_eq!(summary(&r), (vec![t("a", ResponseError::InvalidRequest.code(), 0..0)], None));
         // A zero or negative limit counts as 1 (else a client would page forever).
         for limit in [0, -5] {
-            let r = describe(&c, 1, &request(&["a", "b"], limit, None), &everything());
+            let r = describe(&c, &|_| 1, &request(&["a", "b"], limit, None), &everything());
             assert_eq!(summary(&r), (vec![t("a", 0, 0..1)], Some(("a".into(), 1))));
         }
     }
@@ -258,12 +279,12 @@ mod tests {
     fn topics_the_connection_may_not_describe_are_hidden_or_refused() {
         let c = catalog(&[("b", 1), ("a", 1), ("c", 1)]);
         let only_a = Access { describe: &|n| n == "a", operations: &|_| 1 << 8 };
-        let r = describe(&c, 1, &request(&[], 2000, None), &only_a);
+        let r = describe(&c, &|_| 1, &request(&[], 2000, None), &only_a);
         assert_eq!(summary(&r), (vec![t("a", 0, 0..1)], None));
         assert_eq!(r.topics[0].topic_authorized_operations, 1 << 8);
         // Named: refused after the authorized ones, existing or not, with no topic id.
         let denied = ResponseError::TopicAuthorizationFailed.code();
-        let r = describe(&c, 1, &request(&["c", "a", "zz"], 2000, None), &only_a);
+        let r = describe(&c, &|_| 1, &request(&["c", "a", "zz"], 2000, None), &only_a);
         assert_eq!(summary(&r), (vec![t("a", 0, 0..1), t("c", denied, 0..0), t("zz", denied, 0..0)], None));
         assert!(r.topics[1].topic_id.is_nil());
     }

@@ -1,11 +1,15 @@
 //! FindCoordinator (key 10): this broker coordinates every group and transactional
-//! id; v4+ answers the batched `coordinator_keys` form (KIP-699).
+//! id; v4+ answers the batched `coordinator_keys` form (KIP-699). The node named is
+//! the broker's one node, or with `--shard-ports` the node of the shard that
+//! coordinates the key ([`crate::net::shard_nodes`]), so that the client's group and
+//! transaction requests reach that shard directly.
 
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
 
 use super::{Ctx, Outcome, Versions};
 use crate::error::{self, ResponseError};
+use crate::net::shard_nodes;
 use crate::protocol::strings::sb;
 use crate::security::acl::{AclOperation, ResourceType};
 
@@ -22,8 +26,14 @@ pub async fn handle(
 }
 
 fn answer(ctx: &Ctx, request: FindCoordinatorRequest) -> FindCoordinatorResponse {
-    let (host, port) = (ctx.listener.advertised_host.clone(), ctx.listener.advertised_port);
-    let node = BrokerId(ctx.shard.config.node_id);
+    let shard = &ctx.shard;
+    let coordinator = |key: &str| {
+        let owner = match request.key_type {
+            1 => crate::shard::transactions::coordinator_shard(key, shard.nr_shards),
+            _ => crate::shard::groups::coordinator_shard(key, shard.nr_shards, shard.groups.placement()),
+        };
+        shard_nodes::broker(&shard.config, &ctx.listener, owner)
+    };
     let error = |key: &str| match request.key_type {
         0 if !ctx.authorize(AclOperation::Describe, ResourceType::Group, key) => {
             Some(ResponseError::GroupAuthorizationFailed)
@@ -43,7 +53,8 @@ fn answer(ctx: &Ctx, request: FindCoordinatorRequest) -> FindCoordinatorResponse
                 let c =
                     Coordinator::default().with_key(k.clone()).with_error_code(error::code(error));
                 if error.is_none() {
-                    c.with_node_id(node).with_host(sb(&host)).with_port(port)
+                    let node = coordinator(k.as_str());
+                    c.with_node_id(BrokerId(node.node_id)).with_host(sb(&node.host)).with_port(node.port)
                 } else {
                     c.with_node_id(BrokerId(-1)).with_port(-1)
                 }
@@ -54,7 +65,8 @@ fn answer(ctx: &Ctx, request: FindCoordinatorRequest) -> FindCoordinatorResponse
     let error = error(request.key.as_str());
     let r = FindCoordinatorResponse::default().with_error_code(error::code(error));
     if error.is_none() {
-        r.with_node_id(node).with_host(sb(&host)).with_port(port)
+        let node = coordinator(request.key.as_str());
+        r.with_node_id(BrokerId(node.node_id)).with_host(sb(&node.host)).with_port(node.port)
     } else {
         r.with_node_id(BrokerId(-1)).with_port(-1)
     }

@@ -1,7 +1,8 @@
 //! ListTransactions (key 66, KIP-664; the duration filter of KIP-994, the transactional
 //! id pattern of KIP-1152): every transactional id of every shard's coordinator,
 //! filtered by state, producer id, duration and id pattern, all of them ANDed
-//! (`kafka-transactions.sh list`).
+//! (`kafka-transactions.sh list`). On a shard's own listener (`--shard-ports`) only
+//! that shard's coordinator lists (admin clients ask every node).
 
 use futures_util::future::join_all;
 use kafka_protocol::messages::list_transactions_response::TransactionState;
@@ -9,6 +10,7 @@ use kafka_protocol::messages::{
     ListTransactionsRequest, ListTransactionsResponse, ProducerId, TransactionalId,
 };
 
+use crate::net::shard_nodes;
 use super::{txn_route, Ctx, Outcome, Versions};
 use crate::coordinator::TopicRegex;
 use crate::error::ResponseError;
@@ -42,7 +44,7 @@ pub async fn handle(ctx: &Ctx, request: ListTransactionsRequest) -> Outcome<List
         duration_ms: if ctx.api_version >= 1 { request.duration_filter } else { -1 },
     };
     let mut asks = Vec::with_capacity(ctx.shard.nr_shards);
-    for owner in 0..ctx.shard.nr_shards {
+    for owner in shard_nodes::listed_shards(&ctx.listener, ctx.shard.nr_shards) {
         let filter = filter.clone();
         asks.push(txn_route::ask_shard(ctx, owner, |reply| TxnCall::List { filter, reply }).await);
     }

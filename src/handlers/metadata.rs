@@ -1,5 +1,6 @@
-//! Metadata (key 3): this broker, and the requested topics with their partitions
-//! (this broker leads every partition). Unknown topics are auto-created when
+//! Metadata (key 3): this broker's nodes (one, or one per shard with
+//! `--shard-ports`: [`crate::net::shard_nodes`]), and the requested topics with their
+//! partitions, each led by its shard's node. Unknown topics are auto-created when
 //! `--auto-create-topics` and the request allow it (v4+ flag; always before v4).
 
 use std::collections::BTreeSet;
@@ -11,8 +12,10 @@ use kafka_protocol::messages::metadata_response::{
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse};
 
 use super::{Ctx, Outcome, Versions};
+use crate::config::Config;
 use crate::error::ResponseError;
 use crate::metadata::{Catalog, CatalogError, TopicMeta, INTERNAL_TOPICS};
+use crate::net::shard_nodes;
 use crate::protocol::strings::{sb, topic_name};
 use crate::protocol::topic_name::validate_topic_name;
 use crate::shard::messages::NewTopic;
@@ -126,7 +129,7 @@ fn answer(
 ) -> MetadataResponse {
     let shard = &ctx.shard;
     let catalog = shard.catalog();
-    let node = BrokerId(shard.config.node_id);
+    let config = &shard.config;
     let may_describe = |name: &str| ctx.authorize(AclOperation::Describe, ResourceType::Topic, name);
     let denied = |name: Option<String>, id| {
         missing(v, name, id, ResponseError::TopicAuthorizationFailed)
@@ -136,7 +139,7 @@ fn answer(
             .topics
             .values()
             .filter(|t| may_describe(&t.name))
-            .map(|t| describe(v, node, t))
+            .map(|t| describe(v, config, t))
             .collect()
     } else if by_id(v, request) {
         let mut seen = BTreeSet::new();
@@ -147,7 +150,7 @@ fn answer(
             .filter(|t| !t.topic_id.is_nil() && seen.insert(t.topic_id))
             .map(|t| match catalog.topic_by_id(t.topic_id) {
                 Some(meta) if !may_describe(&meta.name) => denied(None, t.topic_id),
-                Some(meta) => describe(v, node, meta),
+                Some(meta) => describe(v, config, meta),
                 None => missing(v, None, t.topic_id, ResponseError::UnknownTopicId),
             })
             .collect()
@@ -163,7 +166,7 @@ fn answer(
                     denied(Some(name.0.to_string()), uuid::Uuid::nil())
                 }
                 Some(name) => match catalog.topic(name.as_str()) {
-                    Some(meta) => describe(v, node, meta),
+                    Some(meta) => describe(v, config, meta),
                     None => {
                         let error = if validate_topic_name(name.as_str()).is_err() {
                             ResponseError::InvalidTopicException
@@ -175,7 +178,7 @@ fn answer(
                 },
                 None => match catalog.topic_by_id(t.topic_id) {
                     Some(meta) if !may_describe(&meta.name) => denied(None, t.topic_id),
-                    Some(meta) => describe(v, node, meta),
+                    Some(meta) => describe(v, config, meta),
                     None => missing(v, None, t.topic_id, ResponseError::UnknownTopicId),
                 },
             })
@@ -189,15 +192,18 @@ fn answer(
             t.topic_authorized_operations = ctx.authorized_operations(ResourceType::Topic, &name);
         }
     }
-    let (host, port) = (ctx.listener.advertised_host.as_str(), ctx.listener.advertised_port);
-    let mut response = MetadataResponse::default()
-        .with_brokers(vec![MetadataResponseBroker::default()
-            .with_node_id(node)
-            .with_host(sb(host))
-            .with_port(port)])
-        .with_topics(topics);
+    let brokers = shard_nodes::brokers(config, &ctx.listener)
+        .into_iter()
+        .map(|b| {
+            MetadataResponseBroker::default()
+                .with_node_id(BrokerId(b.node_id))
+                .with_host(sb(&b.host))
+                .with_port(b.port)
+        })
+        .collect();
+    let mut response = MetadataResponse::default().with_brokers(brokers).with_topics(topics);
     if v >= 1 {
-        response.controller_id = node;
+        response.controller_id = BrokerId(config.node_id);
     }
     if v >= 2 {
         response.cluster_id = Some(sb(&cluster_id(&catalog)));
@@ -234,9 +240,12 @@ fn missing(
     t
 }
 
-fn describe(v: i16, node: BrokerId, meta: &TopicMeta) -> MetadataResponseTopic {
+/// `meta`'s partitions, each led by the node of the shard that owns it
+/// ([`shard_nodes::node_of`]), its only replica.
+fn describe(v: i16, config: &Config, meta: &TopicMeta) -> MetadataResponseTopic {
     let partitions = (0..meta.partition_shards.len() as i32)
         .map(|p| {
+            let node = BrokerId(shard_nodes::node_of(config, meta.partition_shards[p as usize]));
             let mut mp = MetadataResponsePartition::default()
                 .with_partition_index(p)
                 .with_leader_id(node)

@@ -144,6 +144,10 @@ pub struct Listener {
     pub advertised_host: String,
     /// The port returned with `advertised_host`.
     pub advertised_port: i32,
+    /// `Some(shard)` for a shard's own listener (`--shard-ports`): only that shard
+    /// binds it, and a connection through it talks to that shard's broker node
+    /// ([`crate::net::shard_nodes`]). `None` for the listeners every shard binds.
+    pub shard: Option<usize>,
 }
 
 impl Listener {
@@ -181,6 +185,7 @@ pub fn resolve(
                 bind,
                 advertised_host: host,
                 advertised_port: port as i32,
+                shard: None,
             })
         })
         .collect()
@@ -259,13 +264,15 @@ mod tests {
                     protocol: Plaintext,
                     bind: "127.0.0.1:9092".parse().unwrap(),
                     advertised_host: "127.0.0.1".into(),
-                    advertised_port: 9092
+                    advertised_port: 9092,
+                    shard: None,
                 },
                 Listener {
                     protocol: SaslPlaintext,
                     bind: "0.0.0.0:9093".parse().unwrap(),
                     advertised_host: "broker.example".into(),
-                    advertised_port: 19093
+                    advertised_port: 19093,
+                    shard: None,
                 },
             ]
         );

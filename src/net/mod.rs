@@ -10,5 +10,6 @@ pub mod listeners;
 mod rcvlowat;
 mod recv;
 mod segments;
+pub mod shard_nodes;
 mod split;
 pub mod tls;

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import random
+import shlex
 import signal
 import socket
 import struct
@@ -84,6 +85,8 @@ class Broker:
             *([] if any(a.startswith("--metrics-listen") for a in self.extra_args)
               else ["--metrics-listen", f"127.0.0.1:{self.metrics_port}"]),
             *self.extra_args,
+            # The whole suite can run in another mode, e.g. `--shard-ports 0`.
+            *shlex.split(os.environ.get("SHARDLOG_TEST_ARGS", "")),
         ]
 
     def http_get(self, path: str, timeout: float = 10.0) -> Tuple[int, str, str]:

@@ -1,0 +1,189 @@
+"""`--shard-ports`: each shard advertised as a broker node of its own, on a port only
+it listens on, leading the partitions it owns and coordinating its groups.
+
+Checked with real clients (confluent-kafka / librdkafka, kafka-python) against the
+binary: the nodes and ports Metadata gives, that each shard's port is served by that
+shard alone, that produce and consume through the nodes lose nothing, that a client's
+requests for a partition reach its owner's shard (per-shard request counters), that
+the group coordinator is the group's shard, that per-node listings (ListGroups) are not
+repeated by every node, and the start-up refusals.
+"""
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
+
+from helpers import START_TIMEOUT_S, free_port, raw_api_versions, shardlog_bin
+from test_metrics import scrape, total
+
+TOPIC = "sharded"
+ROUNDS = 100
+RECORDS = 4 * ROUNDS
+
+
+def listening_sockets(port: int) -> int:
+    """How many TCP sockets listen on `port` (IPv4), from /proc/net/tcp."""
+    n = 0
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[3] == "0A" and int(fields[1].split(":")[1], 16) == port:
+            n += 1
+    return n
+
+
+def java_hash(s: str) -> int:
+    """Java's `String.hashCode` of an ASCII string, as a signed 32-bit int."""
+    h = 0
+    for ch in s:
+        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def test_each_shard_is_a_node_that_leads_its_partitions(broker_factory):
+    broker = broker_factory("--shard-ports", "0", "--node-id", "3")
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(TOPIC, num_partitions=4, replication_factor=1)])[TOPIC].result(30)
+    md = admin.list_topics(timeout=10)
+    nodes = {b.id: (b.host, b.port) for b in md.brokers.values()}
+    assert sorted(nodes) == [3, 4]
+    ports = [nodes[3][1], nodes[4][1]]
+    assert [nodes[3][0], nodes[4][0]] == ["127.0.0.1", "127.0.0.1"]
+    assert len(set(ports)) == 2 and broker.port not in ports
+    assert md.controller_id == 3
+    # Only one socket listens on a shard's port (its shard); both on the shared one.
+    assert [listening_sockets(p) for p in ports] == [1, 1]
+    assert listening_sockets(broker.port) == 2
+    for port in ports:
+        assert 0 in raw_api_versions(f"127.0.0.1:{port}")
+    # Placement alternates the shards on a fresh broker: partitions 0 and 2 on shard 0.
+    partitions = md.topics[TOPIC].partitions
+    assert {p: (m.leader, m.replicas, m.isrs) for p, m in partitions.items()} == {
+        0: (3, [3], [3]), 1: (4, [4], [4]), 2: (3, [3], [3]), 3: (4, [4], [4])}
+
+    # A producer sends each partition's batches to its leader's port: each round of
+    # four records (one per partition), flushed, is one Produce request per node.
+    before = scrape(broker)
+    p = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all"})
+    for r in range(ROUNDS):
+        for q in range(4):
+            p.produce(TOPIC, value=b"v%d" % (4 * r + q), partition=q)
+        assert p.flush(30) == 0
+    after = scrape(broker)
+
+    def delta(name: str, **labels: str) -> float:
+        return total(after, name, **labels) - total(before, name, **labels)
+
+    produced = [delta("shardlog_requests_total", shard=str(s), api="Produce") for s in (0, 1)]
+    # This librdkafka sends a Produce request per partition: two per node per round.
+    assert produced == [2 * ROUNDS, 2 * ROUNDS]
+    # Each shard appended its own partitions: no Produce crossed between the shards
+    # (a single connection would send one message across per request).
+    crossed = delta("shardlog_mesh_messages_sent_total")
+    assert crossed < ROUNDS / 10, (crossed, produced)
+
+    # A group reads everything back through the nodes, each record once.
+    group = "sharded-group"
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group,
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    c.subscribe([TOPIC])
+    got = []
+    deadline = time.monotonic() + 60
+    while len(got) < RECORDS and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and m.error() is None:
+            got.append((m.partition(), m.value()))
+    c.commit(asynchronous=False)
+    c.close()
+    expected_counts = {q: ROUNDS for q in range(4)}
+    assert sorted(v for _, v in got) == sorted(b"v%d" % i for i in range(RECORDS))
+    assert {q: sum(1 for pp, _ in got if pp == q) for q in range(4)} == expected_counts
+
+    # The coordinator is the node of the group's shard (Kafka's offsets partition of
+    # the group id, modulo the shard count), and the group is listed once, not once
+    # per node.
+    described = admin.describe_consumer_groups([group])[group].result(30)
+    offsets_partition = abs(java_hash(group)) % 50
+    assert described.coordinator.id == 3 + offsets_partition % 2
+    listed = admin.list_consumer_groups().result(30).valid
+    assert [g.group_id for g in listed].count(group) == 1
+    committed = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group}).committed(
+        [TopicPartition(TOPIC, q) for q in range(4)], timeout=30)
+    assert {tp.partition: tp.offset for tp in committed} == expected_counts
+
+    # Broker configs answer for either node's id (the client sends each to its node;
+    # ids of no node are refused: `describe_configs::is_node`'s unit test).
+    for node in ("3", "4"):
+        res = admin.describe_configs([ConfigResource(ResourceType.BROKER, node)])
+        configs = list(res.values())[0].result(30)
+        assert configs["node.id"].value == "3"
+
+
+def test_kafka_python_follows_the_nodes(broker_factory):
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition as KTopicPartition
+    broker = broker_factory("--shard-ports", "0")
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("kp", num_partitions=2, replication_factor=1)])["kp"].result(30)
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all")
+    for i in range(400):
+        producer.send("kp", value=b"%d" % i, partition=i % 2)
+    producer.flush(30)
+    producer.close()
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest",
+                             consumer_timeout_ms=5000)
+    consumer.assign([KTopicPartition("kp", 0), KTopicPartition("kp", 1)])
+    values = sorted(int(m.value) for m in consumer)
+    nodes = sorted((b.node_id, b.port) for b in consumer._client.cluster.brokers())
+    consumer.close()
+    assert values == list(range(400))
+    assert [n for n, _ in nodes] == [0, 1] and broker.port not in [p for _, p in nodes]
+
+
+def free_port_pair() -> int:
+    """A port P with P and P+1 both free (probed by binding both)."""
+    for _ in range(50):
+        p = free_port()
+        try:
+            with socket.socket() as a, socket.socket() as b:
+                a.bind(("127.0.0.1", p))
+                b.bind(("127.0.0.1", p + 1))
+            return p
+        except OSError:
+            continue
+    raise AssertionError("no two consecutive free ports")
+
+
+def test_a_fixed_base_port_gives_shard_i_port_base_plus_i(broker_factory):
+    base = free_port_pair()
+    broker = broker_factory("--shard-ports", str(base))
+    md = AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(timeout=10)
+    assert {b.id: b.port for b in md.brokers.values()} == {0: base, 1: base + 1}
+    assert [listening_sockets(base), listening_sockets(base + 1)] == [1, 1]
+
+
+def refused(tmp_path: Path, *args: str) -> str:
+    """Starts the broker with `args`, which must make it exit with a failure; its log."""
+    log = tmp_path / "refused.log"
+    with open(log, "wb") as out:
+        proc = subprocess.run(
+            [str(shardlog_bin()), "--data-dir", str(tmp_path / "data"), "--cores", "2",
+             "--metrics-listen", "127.0.0.1:0", *args],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=out, timeout=START_TIMEOUT_S)
+    assert proc.returncode != 0
+    return log.read_text()
+
+
+def test_refused_with_two_listeners_or_ports_past_65535(tmp_path):
+    text = refused(tmp_path, "--listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+                   "--shard-ports", "0")
+    assert "--shard-ports needs exactly one listener, and 2 are given" in text
+    text = refused(tmp_path, "--listen", "127.0.0.1:0", "--shard-ports", "65535")
+    assert "--shard-ports: 65535 + 2 shards passes port 65535" in text
+    port = free_port()
+    text = refused(tmp_path, "--listen", f"127.0.0.1:{port}", "--shard-ports", str(port - 1))
+    assert re.search(rf"--shard-ports: port {port} is also --listen's or --metrics-listen's", text), text
