@@ -87,10 +87,15 @@ fn main() -> ExitCode {
     // binds (each shard binding port 0 itself would get a port of its own). The
     // reserving sockets are bound, never listening, and held until the process exits.
     let mut _reserved_ports = Vec::new();
-    // `validate` checked them.
+    // `validate` checked them. An ephemeral port is never one another listener or the
+    // metrics endpoint (bound later) was given.
+    let given: Vec<u16> =
+        config.listeners().unwrap_or_default().iter().map(|l| l.bind.port()).collect();
+    let metrics_port = config.metrics_addr().ok().flatten().map(|m| m.port());
+    let avoid = |p: u16| given.contains(&p) || metrics_port == Some(p);
     for listener in config.listeners().unwrap_or_default() {
         let port = match listener.bind.port() {
-            0 => match reserve_ephemeral_port(listener.bind) {
+            0 => match reserve_ephemeral_port_avoiding(listener.bind, &avoid) {
                 Ok((socket, port)) => {
                     _reserved_ports.push(socket);
                     port
@@ -539,26 +544,25 @@ fn shard_ports(
             nr_shards - 1
         ));
     }
+    let metrics = config.metrics_addr()?.map(|m| m.port());
+    let taken = |p: u16| listeners.iter().any(|l| l.bind.port() == p) || metrics == Some(p);
     let mut reserved = Vec::new();
     let ports = if base == 0 {
         let mut any = listener.bind;
         any.set_port(0);
-        (0..nr_shards)
-            .map(|_| {
-                let (socket, port) =
-                    reserve_ephemeral_port(any).map_err(|e| format!("cannot pick a port: {e}"))?;
-                reserved.push(socket);
-                Ok(port)
-            })
-            .collect::<Result<Vec<u16>, String>>()?
+        let mut ports = Vec::with_capacity(nr_shards);
+        for _ in 0..nr_shards {
+            let (socket, port) = reserve_ephemeral_port_avoiding(any, &taken)
+                .map_err(|e| format!("cannot pick a port: {e}"))?;
+            reserved.push(socket);
+            ports.push(port);
+        }
+        ports
     } else {
         shard_nodes::planned_ports(base, nr_shards)
             .ok_or_else(|| format!("{base} + {nr_shards} shards passes port 65535"))?
     };
-    let metrics = config.metrics_addr()?.map(|m| m.port());
-    if let Some(port) =
-        ports.iter().find(|&&p| listeners.iter().any(|l| l.bind.port() == p) || metrics == Some(p))
-    {
+    if let Some(port) = ports.iter().find(|&&p| taken(p)) {
         return Err(format!("port {port} is also --listen's or --metrics-listen's"));
     }
     Ok((ports, reserved))
@@ -583,6 +587,27 @@ fn reserve_ephemeral_port(
     let socket = std::net::TcpListener::from(bind_reusable(addr)?);
     let port = socket.local_addr()?.port();
     Ok((socket, port))
+}
+
+/// [`reserve_ephemeral_port`] for `addr` (port 0), skipping ports `avoid` names: the
+/// ones given to a listener or the metrics endpoint that bind later (a harness that
+/// picked a free port by binding and closing it may see it handed out again). The
+/// skipped sockets are held until a port is found, so the kernel does not repeat them.
+fn reserve_ephemeral_port_avoiding(
+    addr: std::net::SocketAddr,
+    avoid: &dyn Fn(u16) -> bool,
+) -> std::io::Result<(std::net::TcpListener, u16)> {
+    let mut skipped = Vec::new();
+    loop {
+        let (socket, port) = reserve_ephemeral_port(addr)?;
+        if !avoid(port) {
+            return Ok((socket, port));
+        }
+        skipped.push(socket);
+        if skipped.len() > 16 {
+            return Err(std::io::Error::other("every port offered is given to another listener"));
+        }
+    }
 }
 
 /// A TCP socket with SO_REUSEADDR and SO_REUSEPORT, bound to `addr`, not listening.
@@ -669,5 +694,29 @@ fn raise_memlock() {
              if its io memory does not fit"
         ),
         (_, Err(e)) => tracing::warn!(error = %e, "cannot read RLIMIT_MEMLOCK"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ephemeral_port_skips_the_ports_to_avoid() {
+        let addr: std::net::SocketAddr = "127.0.0.1:0".parse().unwrap();
+        // Refuse the first two ports offered: the third is returned, and differs.
+        let offered = std::cell::RefCell::new(Vec::new());
+        let avoid = |p: u16| {
+            offered.borrow_mut().push(p);
+            offered.borrow().len() <= 2
+        };
+        let (socket, port) = reserve_ephemeral_port_avoiding(addr, &avoid).unwrap();
+        let offered = offered.borrow().clone();
+        assert_eq!(offered.len(), 3);
+        assert_eq!(port, offered[2]);
+        assert!(!offered[..2].contains(&port));
+        assert_eq!(socket.local_addr().unwrap().port(), port);
+        // Every port refused: an error, not a loop.
+        assert!(reserve_ephemeral_port_avoiding(addr, &|_| true).is_err());
     }
 }
