@@ -79,7 +79,8 @@ pub struct Config {
 
     /// Advertise each shard as a broker node of its own: shard i also listens, alone,
     /// on port PORT+i of the listener's host (0: a free port per shard, picked at
-    /// start) and is node `--node-id`+i in Metadata, DescribeCluster and
+    /// every start: clients that knew the old ports must bootstrap again after a
+    /// restart, so give a fixed PORT to a broker that restarts) and is node `--node-id`+i in Metadata, DescribeCluster and
     /// FindCoordinator, the leader of the partitions it owns and the coordinator of
     /// its groups and transactional ids. Clients then send each request to the shard
     /// that owns what it names (no hop between cores) and keep one fetch in flight
