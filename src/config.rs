@@ -84,8 +84,10 @@ pub struct Config {
     /// FindCoordinator, the leader of the partitions it owns and the coordinator of
     /// its groups and transactional ids. Clients then send each request to the shard
     /// that owns what it names (no hop between cores) and keep one fetch in flight
-    /// per shard. The shared listener still serves everything (bootstrap). Needs
-    /// exactly one listener. Default: off (one node).
+    /// per shard (and one connection per node: N+1 per client, which
+    /// `--max-connections-per-ip` must allow). The shared listener still serves
+    /// everything (bootstrap). Needs exactly one listener, advertising the port it
+    /// binds. Default: off (one node).
     #[arg(long, env = "SHARDLOG_SHARD_PORTS")]
     pub shard_ports: Option<u16>,
 

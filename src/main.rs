@@ -384,9 +384,8 @@ async fn run_started_shard(
                 }
             }
         }
-        if let Some(own) =
-            listeners.first().and_then(|l| shard_nodes::shard_listener(&config, l, id))
-        {
+        let own = listeners.first().and_then(|l| shard_nodes::shard_listener(&config, l, id));
+        if let Some(own) = own.filter(|_| failure.is_none()) {
             match TcpListener::bind(own.bind) {
                 Ok(socket) => bound.push(Bound {
                     socket,
@@ -525,9 +524,10 @@ fn claim_listen_address(
 }
 
 /// The port of every shard's own listener (`--shard-ports base`), by shard id, and the
-/// sockets holding the ephemeral ones (base 0) until the process exits. Errors: a
-/// port past 65,535, a node id past `i32::MAX`, a port the shared listeners or the
-/// metrics endpoint use, no free port.
+/// sockets holding them until the process exits. Errors: a listener advertising
+/// another port than it binds (a port mapping the shard ports would not follow), a
+/// negative `--node-id` or one leaving no id for the last shard, a port past 65,535, a
+/// port the shared listeners or the metrics endpoint use, no free port.
 fn shard_ports(
     config: &Config,
     base: u16,
@@ -537,6 +537,17 @@ fn shard_ports(
     let Some(listener) = listeners.first() else {
         return Err("no listener".into());
     };
+    if listener.advertised_port != i32::from(listener.bind.port()) {
+        return Err(format!(
+            "the listener advertises port {} but binds {}: shard ports are advertised as \
+             bound, so they cannot be reached through a port mapping",
+            listener.advertised_port,
+            listener.bind.port()
+        ));
+    }
+    if config.node_id < 0 {
+        return Err(format!("--node-id {} is negative", config.node_id));
+    }
     if config.node_id.checked_add(nr_shards as i32 - 1).is_none() {
         return Err(format!(
             "--node-id {} leaves no node id for shard {}",
@@ -559,8 +570,17 @@ fn shard_ports(
         }
         ports
     } else {
-        shard_nodes::planned_ports(base, nr_shards)
-            .ok_or_else(|| format!("{base} + {nr_shards} shards passes port 65535"))?
+        let ports = shard_nodes::planned_ports(base, nr_shards)
+            .ok_or_else(|| format!("{base} + {nr_shards} shards passes port 65535"))?;
+        // Held from now on, as ephemeral ones are, so that nothing bound before the
+        // shards (the metrics endpoint on port 0) takes one of them.
+        for &port in &ports {
+            let mut addr = listener.bind;
+            addr.set_port(port);
+            let socket = bind_reusable(addr).map_err(|e| format!("cannot bind {addr}: {e}"))?;
+            reserved.push(std::net::TcpListener::from(socket));
+        }
+        ports
     };
     if let Some(port) = ports.iter().find(|&&p| taken(p)) {
         return Err(format!("port {port} is also --listen's or --metrics-listen's"));

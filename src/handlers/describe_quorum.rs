@@ -46,7 +46,9 @@ pub async fn handle(ctx: &Ctx, request: DescribeQuorumRequest) -> Outcome<Descri
     }
     let node_id = ctx.shard.config.node_id;
     let catalog_version = i64::try_from(ctx.shard.catalog().version).unwrap_or(i64::MAX);
-    let (host, port) = (ctx.listener.advertised_host.clone(), ctx.listener.advertised_port);
+    // The voter is node `--node-id`, which is shard 0's node with `--shard-ports`.
+    let voter = crate::net::shard_nodes::broker(&ctx.shard.config, &ctx.listener, 0);
+    let (host, port) = (voter.host, voter.port);
     Outcome::Ready(describe(
         &request,
         ctx.api_version,

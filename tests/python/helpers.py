@@ -85,9 +85,17 @@ class Broker:
             *([] if any(a.startswith("--metrics-listen") for a in self.extra_args)
               else ["--metrics-listen", f"127.0.0.1:{self.metrics_port}"]),
             *self.extra_args,
-            # The whole suite can run in another mode, e.g. `--shard-ports 0`.
-            *shlex.split(os.environ.get("SHARDLOG_TEST_ARGS", "")),
+            # The whole suite can run in another mode, e.g. `--shard-ports 0`, except
+            # where a test sets one of those flags itself.
+            *self.suite_args(),
         ]
+
+    def suite_args(self) -> List[str]:
+        """`SHARDLOG_TEST_ARGS`, or nothing when this broker's own flags name one of its
+        flags."""
+        args = shlex.split(os.environ.get("SHARDLOG_TEST_ARGS", ""))
+        own = {a.split("=")[0] for a in self.extra_args if a.startswith("--")}
+        return [] if any(a.split("=")[0] in own for a in args if a.startswith("--")) else args
 
     def http_get(self, path: str, timeout: float = 10.0) -> Tuple[int, str, str]:
         """GET `path` from the broker's metrics endpoint: (status, content type, body)."""

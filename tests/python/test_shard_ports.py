@@ -178,12 +178,17 @@ def refused(tmp_path: Path, *args: str) -> str:
     return log.read_text()
 
 
-def test_refused_with_two_listeners_or_ports_past_65535(tmp_path):
+def test_refused_configurations(tmp_path):
     text = refused(tmp_path, "--listeners", "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
                    "--shard-ports", "0")
     assert "--shard-ports needs exactly one listener, and 2 are given" in text
     text = refused(tmp_path, "--listen", "127.0.0.1:0", "--shard-ports", "65535")
     assert "--shard-ports: 65535 + 2 shards passes port 65535" in text
+    text = refused(tmp_path, "--listen", "127.0.0.1:0", "--advertised-listener", "kafka.example:19092",
+                   "--shard-ports", "0")
+    assert re.search(r"--shard-ports: the listener advertises port 19092 but binds \d+: shard ports", text), text
+    text = refused(tmp_path, "--listen", "127.0.0.1:0", "--node-id=-1", "--shard-ports", "0")
+    assert "--shard-ports: --node-id -1 is negative" in text
     port = free_port()
     text = refused(tmp_path, "--listen", f"127.0.0.1:{port}", "--shard-ports", str(port - 1))
     assert re.search(rf"--shard-ports: port {port} is also --listen's or --metrics-listen's", text), text
