@@ -572,6 +572,9 @@ fn shard_ports(
     } else {
         let ports = shard_nodes::planned_ports(base, nr_shards)
             .ok_or_else(|| format!("{base} + {nr_shards} shards passes port 65535"))?;
+        if let Some(port) = ports.iter().find(|&&p| taken(p)) {
+            return Err(format!("port {port} is also --listen's or --metrics-listen's"));
+        }
         // Held from now on, as ephemeral ones are, so that nothing bound before the
         // shards (the metrics endpoint on port 0) takes one of them.
         for &port in &ports {
@@ -582,9 +585,6 @@ fn shard_ports(
         }
         ports
     };
-    if let Some(port) = ports.iter().find(|&&p| taken(p)) {
-        return Err(format!("port {port} is also --listen's or --metrics-listen's"));
-    }
     Ok((ports, reserved))
 }
 
