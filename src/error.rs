@@ -66,6 +66,7 @@ impl From<&CatalogError> for ResponseError {
             CatalogError::TopicAlreadyExists(_) => ResponseError::TopicAlreadyExists,
             CatalogError::InvalidTopic(_) => ResponseError::InvalidTopicException,
             CatalogError::InvalidPartitions(_) => ResponseError::InvalidPartitions,
+            CatalogError::InvalidReplicaAssignment(_) => ResponseError::InvalidReplicaAssignment,
             CatalogError::UnknownTopic(_) => ResponseError::UnknownTopicOrPartition,
             CatalogError::UnknownTopicId(_) => ResponseError::UnknownTopicId,
             CatalogError::InvalidRequest(_) => ResponseError::InvalidRequest,

@@ -35,6 +35,8 @@ pub enum CatalogError {
     InvalidTopic(String),
     /// INVALID_PARTITIONS (37)
     InvalidPartitions(String),
+    /// INVALID_REPLICA_ASSIGNMENT (39): a manual assignment naming no shard
+    InvalidReplicaAssignment(String),
     /// UNKNOWN_TOPIC_OR_PARTITION (3)
     UnknownTopic(String),
     /// UNKNOWN_TOPIC_ID (100)
@@ -63,6 +65,7 @@ impl CatalogError {
             CatalogError::TopicAlreadyExists(m)
             | CatalogError::InvalidTopic(m)
             | CatalogError::InvalidPartitions(m)
+            | CatalogError::InvalidReplicaAssignment(m)
             | CatalogError::UnknownTopic(m)
             | CatalogError::UnknownTopicId(m)
             | CatalogError::InvalidRequest(m)
@@ -344,6 +347,33 @@ impl Catalog {
         Ok(&self.topics[name])
     }
 
+    /// Adds a topic whose partition i lives on `shards[i]` (a manual assignment).
+    /// Errors: those of [`Catalog::create_topic`], and INVALID_REPLICA_ASSIGNMENT
+    /// for a shard id not below `nr_shards`.
+    pub fn create_topic_on(
+        &mut self,
+        name: &str,
+        shards: &[usize],
+        configs: BTreeMap<String, String>,
+        nr_shards: usize,
+    ) -> Result<&TopicMeta, CatalogError> {
+        let partitions = i32::try_from(shards.len()).unwrap_or(i32::MAX);
+        self.check_new_topic(name, partitions)?;
+        if let Some(s) = shards.iter().find(|&&s| s >= nr_shards.max(1)) {
+            return Err(CatalogError::InvalidReplicaAssignment(format!(
+                "The manual partition assignment names shard {s}, but there are {nr_shards}."
+            )));
+        }
+        let meta = TopicMeta {
+            name: name.to_string(),
+            id: Uuid::new_v4(),
+            partition_shards: shards.to_vec(),
+            configs,
+        };
+        self.topics.insert(name.to_string(), meta);
+        Ok(&self.topics[name])
+    }
+
     /// Replaces the config overrides of topic `name` (AlterConfigs and
     /// IncrementalAlterConfigs, already validated). Errors: UnknownTopic.
     pub fn set_topic_configs(
@@ -457,6 +487,25 @@ fn cluster_id_from(id: Uuid) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_topic_placed_by_assignment_keeps_its_shards() {
+        let mut c = Catalog::default();
+        assert_eq!(
+            c.create_topic_on("a", &[1, 1, 0], BTreeMap::new(), 2).unwrap().partition_shards,
+            vec![1, 1, 0]
+        );
+        let e = c.create_topic_on("b", &[0, 2], BTreeMap::new(), 2).unwrap_err();
+        assert_eq!(
+            (e.error().code(), e.message()),
+            (39, "The manual partition assignment names shard 2, but there are 2.")
+        );
+        assert!(c.topic("b").is_none());
+        assert_eq!(
+            c.create_topic_on("a", &[0], BTreeMap::new(), 2).unwrap_err().error().code(),
+            36
+        );
+    }
 
     #[test]
     fn placement_is_fewest_partitions_first() {

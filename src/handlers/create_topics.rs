@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use kafka_protocol::messages::create_topics_response::{
     CreatableTopicConfigs, CreatableTopicResult,
 };
+use kafka_protocol::messages::create_topics_request::CreatableReplicaAssignment;
 use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 
 use super::{Ctx, Outcome, Versions};
@@ -24,7 +25,8 @@ pub const VERSIONS: Versions = Versions { min: 2, max: 7 };
 /// Creates topics through shard 0. Per topic: INVALID_TOPIC_EXCEPTION,
 /// TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR (only 1 or
 /// -1 on one broker), INVALID_CONFIG, INVALID_REQUEST (duplicate name in one
-/// request, or manual assignments combined with counts).
+/// request, or manual assignments combined with counts), INVALID_REPLICA_ASSIGNMENT
+/// (a manual assignment Kafka would refuse: [`assigned_shards`]).
 pub async fn handle(ctx: &Ctx, request: CreateTopicsRequest) -> Outcome<CreateTopicsResponse> {
     let v = ctx.api_version;
     let mut results: Vec<Option<CreatableTopicResult>> = Vec::with_capacity(request.topics.len());
@@ -49,6 +51,7 @@ pub async fn handle(ctx: &Ctx, request: CreateTopicsRequest) -> Outcome<CreateTo
             ));
             continue;
         }
+        let mut shards = None;
         let partitions = if !t.assignments.is_empty() {
             if t.num_partitions != -1 || t.replication_factor != -1 {
                 results.push(fail(
@@ -57,6 +60,13 @@ pub async fn handle(ctx: &Ctx, request: CreateTopicsRequest) -> Outcome<CreateTo
                         .into(),
                 ));
                 continue;
+            }
+            match assigned_shards(&ctx.shard.config, &t.assignments) {
+                Ok(on) => shards = on,
+                Err((error, message)) => {
+                    results.push(fail(error, message));
+                    continue;
+                }
             }
             t.assignments.len() as i32
         } else if t.num_partitions == -1 {
@@ -104,7 +114,7 @@ pub async fn handle(ctx: &Ctx, request: CreateTopicsRequest) -> Outcome<CreateTo
             continue;
         }
         results.push(None);
-        to_create.push(NewTopic { name, partitions, configs });
+        to_create.push(NewTopic { name, partitions, configs, shards });
     }
 
     let validate_only = request.validate_only;
@@ -198,4 +208,146 @@ fn ok_result(
         r.topic_id = meta.id;
     }
     r
+}
+/// Checks a topic's manual assignment as Kafka's controller does
+/// (`ReplicationControlManager.createTopic`, `validateManualPartitionAssignment`):
+/// INVALID_REPLICA_ASSIGNMENT for a partition index given twice, an empty replica list,
+/// a broker id that names no node, a broker listed twice, a replica count that differs
+/// from the previous partitions', or indexes that are not 0..n. Then shardlog's own:
+/// more than one replica is INVALID_REPLICATION_FACTOR. With a node per shard
+/// (`--shard-ports`) returns each partition's shard (by index): the topic is placed
+/// where the assignment says; with one node, `None` (placed by load, as without an
+/// assignment).
+fn assigned_shards(
+    config: &crate::config::Config,
+    assignments: &[CreatableReplicaAssignment],
+) -> Result<Option<Vec<usize>>, (ResponseError, String)> {
+    use crate::net::shard_nodes;
+    let invalid = |m: String| (ResponseError::InvalidReplicaAssignment, m);
+    let mut by_index: BTreeMap<i32, usize> = BTreeMap::new();
+    let mut replicas: Option<usize> = None;
+    for a in assignments {
+        if by_index.contains_key(&a.partition_index) {
+            return Err(invalid(format!(
+                "Found multiple manual partition assignments for partition {}",
+                a.partition_index
+            )));
+        }
+        if a.broker_ids.is_empty() {
+            return Err(invalid(
+                "The manual partition assignment includes an empty replica list.".into(),
+            ));
+        }
+        let mut sorted: Vec<i32> = a.broker_ids.iter().map(|b| b.0).collect();
+        sorted.sort_unstable();
+        for (i, &broker) in sorted.iter().enumerate() {
+            if shard_nodes::shard_of(config, broker).is_none() {
+                return Err(invalid(format!(
+                    "The manual partition assignment includes broker {broker}, but no such \
+                     broker is registered."
+                )));
+            }
+            if i > 0 && sorted[i - 1] == broker {
+                return Err(invalid(format!(
+                    "The manual partition assignment includes the broker {broker} more than \
+                     once."
+                )));
+            }
+        }
+        if let Some(rf) = replicas.filter(|&rf| rf != sorted.len()) {
+            return Err(invalid(format!(
+                "The manual partition assignment includes a partition with {} replica(s), but \
+                 this is not consistent with previous partitions, which have {rf} replica(s).",
+                sorted.len()
+            )));
+        }
+        replicas = Some(sorted.len());
+        let leader = shard_nodes::shard_of(config, a.broker_ids[0].0).unwrap_or(0);
+        by_index.insert(a.partition_index, leader);
+    }
+    if by_index.keys().copied().ne(0..by_index.len() as i32) {
+        return Err(invalid("partitions should be a consecutive 0-based integer sequence".into()));
+    }
+    if let Some(rf) = replicas.filter(|&rf| rf > 1) {
+        return Err((
+            ResponseError::InvalidReplicationFactor,
+            format!(
+                "Unable to replicate the partition {rf} time(s): shardlog keeps one replica of \
+                 each partition."
+            ),
+        ));
+    }
+    Ok(shard_nodes::enabled(config).then(|| by_index.into_values().collect()))
+}
+
+
+#[cfg(test)]
+mod assignment_tests {
+    use kafka_protocol::messages::BrokerId;
+
+    use super::*;
+    use crate::config::Config;
+
+    fn assign(parts: &[(i32, &[i32])]) -> Vec<CreatableReplicaAssignment> {
+        parts
+            .iter()
+            .map(|(p, b)| {
+                CreatableReplicaAssignment::default()
+                    .with_partition_index(*p)
+                    .with_broker_ids(b.iter().map(|&b| BrokerId(b)).collect())
+            })
+            .collect()
+    }
+
+    fn refusal(config: &Config, parts: &[(i32, &[i32])]) -> (i16, String) {
+        let (e, m) = assigned_shards(config, &assign(parts)).unwrap_err();
+        (e.code(), m)
+    }
+
+    #[test]
+    fn manual_assignments_get_kafkas_refusals_and_place_partitions_on_shard_nodes() {
+        let one = Config::from_args(["shardlog"]);
+        // One node: valid assignments are placed by load.
+        assert_eq!(assigned_shards(&one, &assign(&[(1, &[0]), (0, &[0])])), Ok(None));
+        let bad = 39;
+        assert_eq!(
+            refusal(&one, &[(0, &[0]), (0, &[0])]),
+            (bad, "Found multiple manual partition assignments for partition 0".into())
+        );
+        assert_eq!(
+            refusal(&one, &[(0, &[])]),
+            (bad, "The manual partition assignment includes an empty replica list.".into())
+        );
+        assert_eq!(
+            refusal(&one, &[(0, &[1])]),
+            (bad, "The manual partition assignment includes broker 1, but no such broker is registered.".into())
+        );
+        assert_eq!(
+            refusal(&one, &[(0, &[0, 0])]),
+            (bad, "The manual partition assignment includes the broker 0 more than once.".into())
+        );
+        assert_eq!(
+            refusal(&one, &[(0, &[0]), (2, &[0])]),
+            (bad, "partitions should be a consecutive 0-based integer sequence".into())
+        );
+        // A node per shard (nodes 5 and 6): each partition goes to its node's shard.
+        let mut nodes = Config::from_args(["shardlog", "--node-id", "5"]);
+        nodes.shard_bound_ports = vec![9300, 9301];
+        assert_eq!(
+            assigned_shards(&nodes, &assign(&[(2, &[5]), (0, &[6]), (1, &[6])])),
+            Ok(Some(vec![1, 1, 0]))
+        );
+        assert_eq!(
+            refusal(&nodes, &[(0, &[5]), (1, &[5, 6])]),
+            (bad, "The manual partition assignment includes a partition with 2 replica(s), but this is not consistent with previous partitions, which have 1 replica(s).".into())
+        );
+        assert_eq!(
+            refusal(&nodes, &[(0, &[6, 5])]),
+            (38, "Unable to replicate the partition 2 time(s): shardlog keeps one replica of each partition.".into())
+        );
+        assert_eq!(
+            refusal(&nodes, &[(0, &[7])]),
+            (bad, "The manual partition assignment includes broker 7, but no such broker is registered.".into())
+        );
+    }
 }

@@ -97,7 +97,7 @@ async fn auto_create(
     let partitions = ctx.shard.config.default_partitions;
     let topics: Vec<NewTopic> = missing
         .into_iter()
-        .map(|name| NewTopic { name, partitions, configs: Default::default() })
+        .map(|name| NewTopic { name, partitions, configs: Default::default(), shards: None })
         .collect();
     let validate_only = false;
     Some(

@@ -99,6 +99,9 @@ impl Control {
                         partition_shards: vec![0; t.partitions as usize],
                         configs: t.configs.clone(),
                     })
+                } else if let Some(shards) = &t.shards {
+                    next.create_topic_on(&t.name, shards, t.configs.clone(), shard.nr_shards)
+                        .cloned()
                 } else {
                     next.create_topic(&t.name, t.partitions, t.configs.clone(), shard.nr_shards)
                         .cloned()

@@ -143,6 +143,9 @@ pub struct NewTopic {
     pub name: String,
     pub partitions: i32,
     pub configs: std::collections::BTreeMap<String, String>,
+    /// The shard of each partition, from a manual assignment naming shard nodes
+    /// (`--shard-ports`); `None`: placed by load ([`crate::metadata::Catalog::create_topic`]).
+    pub shards: Option<Vec<usize>>,
 }
 
 /// One transaction marker to append (Kafka's `WriteTxnMarkersRequest` entry, for one

@@ -24,7 +24,12 @@ where
 {
     super::testing::with_shard(|shard| async move {
         let topics = ["many", "single"]
-            .map(|name| NewTopic { name: name.into(), partitions: 3, configs: Default::default() })
+            .map(|name| NewTopic {
+                name: name.into(),
+                partitions: 3,
+                configs: Default::default(),
+                shards: None,
+            })
             .to_vec();
         let created = shard
             .ask_control(|reply| ControlRequest::CreateTopics {

@@ -16,7 +16,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
 from helpers import START_TIMEOUT_S, free_port, raw_api_versions, shardlog_bin
@@ -122,6 +123,15 @@ def test_each_shard_is_a_node_that_leads_its_partitions(broker_factory):
         res = admin.describe_configs([ConfigResource(ResourceType.BROKER, node)])
         configs = list(res.values())[0].result(30)
         assert configs["node.id"].value == "3"
+
+    # A manual assignment places each partition on its node's shard; a node id that
+    # is no node is Kafka's INVALID_REPLICA_ASSIGNMENT.
+    admin.create_topics([NewTopic("placed", num_partitions=3, replication_factor=-1, replica_assignment=[[4], [4], [3]])])["placed"].result(30)
+    placed = admin.list_topics("placed", timeout=10).topics["placed"].partitions
+    assert {p: m.leader for p, m in placed.items()} == {0: 4, 1: 4, 2: 3}
+    with pytest.raises(KafkaException) as refused_assignment:
+        admin.create_topics([NewTopic("nowhere", num_partitions=1, replication_factor=-1, replica_assignment=[[9]])])["nowhere"].result(30)
+    assert refused_assignment.value.args[0].code() == KafkaError.INVALID_REPLICA_ASSIGNMENT
 
 
 def test_kafka_python_follows_the_nodes(broker_factory):
