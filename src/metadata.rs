@@ -26,6 +26,15 @@ pub struct TopicMeta {
     pub configs: BTreeMap<String, String>,
 }
 
+/// The manual assignment of the partitions a CreatePartitions adds, as the handler
+/// checked it: how many replica lists it gave, and with a node per shard
+/// (`--shard-ports`) the shard of each (else `None`: placed by load).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssignedPartitions {
+    pub count: usize,
+    pub shards: Option<Vec<usize>>,
+}
+
 /// Why a catalog change was refused, with the Kafka error it maps to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CatalogError {
@@ -396,6 +405,21 @@ impl Catalog {
         total: i32,
         nr_shards: usize,
     ) -> Result<(), CatalogError> {
+        self.create_partitions_assigned(name, total, None, nr_shards)
+    }
+
+    /// [`Catalog::create_partitions`] with the new partitions' manual assignment
+    /// (already checked against the nodes by the handler). Errors, besides those:
+    /// INVALID_REPLICA_ASSIGNMENT when the assignment does not give exactly one
+    /// replica list per new partition (Kafka's message), or names a shard not below
+    /// `nr_shards`.
+    pub fn create_partitions_assigned(
+        &mut self,
+        name: &str,
+        total: i32,
+        assigned: Option<&AssignedPartitions>,
+        nr_shards: usize,
+    ) -> Result<(), CatalogError> {
         if is_internal(name) {
             return Err(CatalogError::InvalidRequest(format!(
                 "The partitions of internal topic {name} are fixed."
@@ -418,7 +442,26 @@ impl Catalog {
                 "Number of partitions must be at most {MAX_PARTITIONS}, got {total}."
             )));
         }
-        let extra = self.place((total - current) as usize, nr_shards);
+        let additional = (total - current) as usize;
+        let extra = match assigned {
+            Some(a) if a.count != additional => {
+                return Err(CatalogError::InvalidReplicaAssignment(format!(
+                    "Attempted to add {additional} additional partition(s), but only {} \
+                     assignment(s) were specified.",
+                    a.count
+                )));
+            }
+            Some(AssignedPartitions { shards: Some(shards), .. }) => {
+                if let Some(s) = shards.iter().find(|&&s| s >= nr_shards.max(1)) {
+                    return Err(CatalogError::InvalidReplicaAssignment(format!(
+                        "The manual partition assignment names shard {s}, but there are \
+                         {nr_shards}."
+                    )));
+                }
+                shards.clone()
+            }
+            _ => self.place(additional, nr_shards),
+        };
         if let Some(t) = self.topics.get_mut(name) {
             t.partition_shards.extend(extra);
         }
@@ -505,6 +548,33 @@ mod tests {
             c.create_topic_on("a", &[0], BTreeMap::new(), 2).unwrap_err().error().code(),
             36
         );
+    }
+
+    #[test]
+    fn partitions_added_by_assignment_go_where_it_says() {
+        let mut c = Catalog::default();
+        c.create_topic("a", 2, BTreeMap::new(), 2).unwrap();
+        let on = |shards: &[usize]| AssignedPartitions {
+            count: shards.len(),
+            shards: Some(shards.to_vec()),
+        };
+        c.create_partitions_assigned("a", 4, Some(&on(&[1, 1])), 2).unwrap();
+        assert_eq!(c.topic("a").unwrap().partition_shards, vec![0, 1, 1, 1]);
+        // One node: the count is checked, the partitions placed by load.
+        let counted = AssignedPartitions { count: 1, shards: None };
+        c.create_partitions_assigned("a", 5, Some(&counted), 2).unwrap();
+        assert_eq!(c.topic("a").unwrap().partition_shards, vec![0, 1, 1, 1, 0]);
+        let e = c.create_partitions_assigned("a", 7, Some(&counted), 2).unwrap_err();
+        assert_eq!(
+            (e.error().code(), e.message()),
+            (39, "Attempted to add 2 additional partition(s), but only 1 assignment(s) were specified.")
+        );
+        let e = c.create_partitions_assigned("a", 6, Some(&on(&[2])), 2).unwrap_err();
+        assert_eq!(
+            (e.error().code(), e.message()),
+            (39, "The manual partition assignment names shard 2, but there are 2.")
+        );
+        assert_eq!(c.topic("a").unwrap().partition_shards.len(), 5);
     }
 
     #[test]

@@ -218,6 +218,48 @@ fn ok_result(
 /// (`--shard-ports`) returns each partition's shard (by index): the topic is placed
 /// where the assignment says; with one node, `None` (placed by load, as without an
 /// assignment).
+/// One partition's manual replica list checked as Kafka's
+/// `validateManualPartitionAssignment`: INVALID_REPLICA_ASSIGNMENT for an empty list, a
+/// broker id that names no node of this broker, a broker listed twice, or a length
+/// other than `replicas` (the previous partitions'). Returns the shard of its first
+/// replica (the leader's node).
+pub(super) fn check_replicas(
+    config: &crate::config::Config,
+    broker_ids: &[kafka_protocol::messages::BrokerId],
+    replicas: Option<usize>,
+) -> Result<usize, (ResponseError, String)> {
+    use crate::net::shard_nodes;
+    let invalid = |m: String| (ResponseError::InvalidReplicaAssignment, m);
+    if broker_ids.is_empty() {
+        return Err(invalid(
+            "The manual partition assignment includes an empty replica list.".into(),
+        ));
+    }
+    let mut sorted: Vec<i32> = broker_ids.iter().map(|b| b.0).collect();
+    sorted.sort_unstable();
+    for (i, &broker) in sorted.iter().enumerate() {
+        if shard_nodes::shard_of(config, broker).is_none() {
+            return Err(invalid(format!(
+                "The manual partition assignment includes broker {broker}, but no such broker \
+                 is registered."
+            )));
+        }
+        if i > 0 && sorted[i - 1] == broker {
+            return Err(invalid(format!(
+                "The manual partition assignment includes the broker {broker} more than once."
+            )));
+        }
+    }
+    if let Some(rf) = replicas.filter(|&rf| rf != sorted.len()) {
+        return Err(invalid(format!(
+            "The manual partition assignment includes a partition with {} replica(s), but this \
+             is not consistent with previous partitions, which have {rf} replica(s).",
+            sorted.len()
+        )));
+    }
+    Ok(shard_nodes::shard_of(config, broker_ids[0].0).unwrap_or(0))
+}
+
 fn assigned_shards(
     config: &crate::config::Config,
     assignments: &[CreatableReplicaAssignment],
@@ -233,37 +275,9 @@ fn assigned_shards(
                 a.partition_index
             )));
         }
-        if a.broker_ids.is_empty() {
-            return Err(invalid(
-                "The manual partition assignment includes an empty replica list.".into(),
-            ));
-        }
-        let mut sorted: Vec<i32> = a.broker_ids.iter().map(|b| b.0).collect();
-        sorted.sort_unstable();
-        for (i, &broker) in sorted.iter().enumerate() {
-            if shard_nodes::shard_of(config, broker).is_none() {
-                return Err(invalid(format!(
-                    "The manual partition assignment includes broker {broker}, but no such \
-                     broker is registered."
-                )));
-            }
-            if i > 0 && sorted[i - 1] == broker {
-                return Err(invalid(format!(
-                    "The manual partition assignment includes the broker {broker} more than \
-                     once."
-                )));
-            }
-        }
-        if let Some(rf) = replicas.filter(|&rf| rf != sorted.len()) {
-            return Err(invalid(format!(
-                "The manual partition assignment includes a partition with {} replica(s), but \
-                 this is not consistent with previous partitions, which have {rf} replica(s).",
-                sorted.len()
-            )));
-        }
-        replicas = Some(sorted.len());
-        let leader = shard_nodes::shard_of(config, a.broker_ids[0].0).unwrap_or(0);
-        by_index.insert(a.partition_index, leader);
+        let shard = check_replicas(config, &a.broker_ids, replicas)?;
+        replicas = Some(a.broker_ids.len());
+        by_index.insert(a.partition_index, shard);
     }
     if by_index.keys().copied().ne(0..by_index.len() as i32) {
         return Err(invalid("partitions should be a consecutive 0-based integer sequence".into()));

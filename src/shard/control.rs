@@ -137,14 +137,16 @@ impl Control {
     pub async fn create_partitions(
         &self,
         shard: &Rc<Shard>,
-        topics: Vec<(String, i32)>,
+        topics: Vec<(String, i32, Option<crate::metadata::AssignedPartitions>)>,
         validate_only: bool,
     ) -> Vec<Result<(), CatalogError>> {
         let _permit = self.changes.acquire_permit(1).await;
         let mut next = self.catalog.borrow().clone();
         let results: Vec<_> = topics
             .iter()
-            .map(|(n, count)| next.create_partitions(n, *count, shard.nr_shards))
+            .map(|(n, count, assigned)| {
+                next.create_partitions_assigned(n, *count, assigned.as_ref(), shard.nr_shards)
+            })
             .collect();
         if !validate_only && results.iter().any(Result::is_ok) {
             if let Err(e) = self.commit(shard, next).await {

@@ -256,9 +256,10 @@ pub enum ControlRequest {
     },
     /// Delete topics by name.
     DeleteTopics { names: Vec<String>, reply: Reply<Vec<Result<TopicMeta, CatalogError>>> },
-    /// Grow topics to a new partition count.
+    /// Grow topics to a new partition count, with the new partitions' manual
+    /// assignment when the request gave one.
     CreatePartitions {
-        topics: Vec<(String, i32)>,
+        topics: Vec<(String, i32, Option<crate::metadata::AssignedPartitions>)>,
         validate_only: bool,
         reply: Reply<Vec<Result<(), CatalogError>>>,
     },

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
+from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic, ResourceType
 
 from helpers import START_TIMEOUT_S, free_port, raw_api_versions, shardlog_bin
 from test_metrics import scrape, total
@@ -129,6 +129,14 @@ def test_each_shard_is_a_node_that_leads_its_partitions(broker_factory):
     admin.create_topics([NewTopic("placed", num_partitions=3, replication_factor=-1, replica_assignment=[[4], [4], [3]])])["placed"].result(30)
     placed = admin.list_topics("placed", timeout=10).topics["placed"].partitions
     assert {p: m.leader for p, m in placed.items()} == {0: 4, 1: 4, 2: 3}
+    # Partitions added with an assignment go to its node's shard too; one list per new
+    # partition is required.
+    admin.create_partitions([NewPartitions("placed", 4, replica_assignment=[[3]])])["placed"].result(30)
+    placed = admin.list_topics("placed", timeout=10).topics["placed"].partitions
+    assert {p: m.leader for p, m in placed.items()} == {0: 4, 1: 4, 2: 3, 3: 3}
+    with pytest.raises(KafkaException) as refused_count:
+        admin.create_partitions([NewPartitions("placed", 6, replica_assignment=[[4]])])["placed"].result(30)
+    assert refused_count.value.args[0].code() == KafkaError.INVALID_REPLICA_ASSIGNMENT
     with pytest.raises(KafkaException) as refused_assignment:
         admin.create_topics([NewTopic("nowhere", num_partitions=1, replication_factor=-1, replica_assignment=[[9]])])["nowhere"].result(30)
     assert refused_assignment.value.args[0].code() == KafkaError.INVALID_REPLICA_ASSIGNMENT
