@@ -77,7 +77,7 @@ pub async fn route(
                     changes.push((ConfigTarget::BrokerDefault, change.clone()));
                     None
                 }
-                name if super::describe_configs::is_node(&ctx.shard.config, name) => {
+                name if crate::net::shard_nodes::names_a_node(&ctx.shard.config, name) => {
                     changes.push((ConfigTarget::Broker, change.clone()));
                     None
                 }

@@ -79,7 +79,7 @@ pub async fn handle(
                     let name = res.resource_name.as_str();
                     if name.is_empty() {
                         cluster_default_entries(&broker)
-                    } else if !is_node(&ctx.shard.config, name) {
+                    } else if !crate::net::shard_nodes::names_a_node(&ctx.shard.config, name) {
                         return out
                             .with_error_code(ResponseError::InvalidRequest.code())
                             .with_error_message(Some(sb("Unexpected broker id")));
@@ -204,26 +204,3 @@ fn topic_overrides(
 }
 
 
-/// Whether `name` is the id of one of this broker's nodes (with `--shard-ports`, any
-/// shard's: they share the broker's configuration), written as Kafka writes an int.
-pub(crate) fn is_node(config: &crate::config::Config, name: &str) -> bool {
-    name.parse::<i32>().ok().filter(|id| id.to_string() == name).is_some_and(|id| {
-        crate::net::shard_nodes::shard_of(config, id).is_some()
-    })
-}
-
-#[cfg(test)]
-mod node_tests {
-    use super::is_node;
-    use crate::config::Config;
-
-    #[test]
-    fn broker_resources_name_one_of_this_brokers_nodes() {
-        let mut c = Config::from_args(["shardlog", "--node-id", "3"]);
-        let names = ["3", "4", "2", "5", "03", "+3", "", "x", "99999999999"];
-        let known = |c: &Config| names.iter().filter(|n| is_node(c, n)).copied().collect::<Vec<_>>();
-        assert_eq!(known(&c), ["3"]);
-        c.shard_bound_ports = vec![9300, 9301];
-        assert_eq!(known(&c), ["3", "4"]);
-    }
-}

@@ -59,30 +59,28 @@ pub fn shard_of(config: &Config, node_id: i32) -> Option<usize> {
 /// id order: every shard's node at the listener's advertised host and the shard's
 /// port with `--shard-ports`, else the one node at the listener's advertised address.
 pub fn brokers(config: &Config, listener: &Listener) -> Vec<BrokerNode> {
-    if !enabled(config) {
-        return vec![BrokerNode {
-            node_id: config.node_id,
-            host: listener.advertised_host.clone(),
-            port: listener.advertised_port,
-        }];
-    }
-    config
-        .shard_bound_ports
-        .iter()
-        .enumerate()
-        .map(|(shard, &port)| BrokerNode {
-            node_id: node_of(config, shard),
-            host: listener.advertised_host.clone(),
-            port: i32::from(port),
-        })
-        .collect()
+    let shards = config.shard_bound_ports.len().max(1);
+    (0..shards).map(|shard| broker(config, listener, shard)).collect()
 }
 
-/// The node of `shard` as a client that came in through `listener` is told about it.
+/// The node of `shard` as a client that came in through `listener` is told about it:
+/// the shard's own port with `--shard-ports`, else the one node at the listener's
+/// advertised address.
 pub fn broker(config: &Config, listener: &Listener, shard: usize) -> BrokerNode {
-    let nodes = brokers(config, listener);
-    let index = if enabled(config) { shard.min(nodes.len() - 1) } else { 0 };
-    nodes[index].clone()
+    let port = match config.shard_bound_ports.get(shard) {
+        Some(&port) => i32::from(port),
+        None => listener.advertised_port,
+    };
+    BrokerNode { node_id: node_of(config, shard), host: listener.advertised_host.clone(), port }
+}
+
+/// Whether `name` (a broker config resource's name, an int as Kafka writes it) is the
+/// id of one of this broker's nodes; with `--shard-ports` they share one config.
+pub fn names_a_node(config: &Config, name: &str) -> bool {
+    name.parse::<i32>()
+        .ok()
+        .filter(|id| id.to_string() == name)
+        .is_some_and(|id| shard_of(config, id).is_some())
 }
 
 /// `shard`'s own listener with `--shard-ports`: the configured listener bound to the
@@ -172,6 +170,17 @@ mod tests {
         assert_eq!(listed_shards(&listener(), 2), 0..2);
         // A node id near i32::MAX does not overflow the lookup.
         assert_eq!(shard_of(&config(i32::MAX, &[1, 2]), i32::MIN), None);
+    }
+
+    #[test]
+    fn broker_resources_name_one_of_this_brokers_nodes() {
+        let mut c = config(3, &[]);
+        let names = ["3", "4", "2", "5", "03", "+3", "", "x", "99999999999"];
+        let known =
+            |c: &Config| names.iter().filter(|n| names_a_node(c, n)).copied().collect::<Vec<_>>();
+        assert_eq!(known(&c), ["3"]);
+        c.shard_bound_ports = vec![9300, 9301];
+        assert_eq!(known(&c), ["3", "4"]);
     }
 
     #[test]

@@ -40,6 +40,16 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def listening_sockets(port: int) -> int:
+    """How many TCP sockets listen on `port` (IPv4, any address), from /proc/net/tcp."""
+    n = 0
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[3] == "0A" and int(fields[1].split(":")[1], 16) == port:
+            n += 1
+    return n
+
+
 def shardlog_bin() -> Path:
     return Path(os.environ.get("SHARDLOG_BIN", REPO_ROOT / "target" / "release" / "shardlog"))
 

@@ -16,19 +16,9 @@ from typing import Dict, List
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from helpers import START_TIMEOUT_S, raw_api_versions, shardlog_bin
+from helpers import START_TIMEOUT_S, listening_sockets, raw_api_versions, shardlog_bin
 
 CORES = 2
-
-
-def listening_sockets(port: int) -> int:
-    """How many TCP sockets listen on `port` (IPv4, any address), from /proc/net/tcp."""
-    n = 0
-    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-        fields = line.split()
-        if fields[3] == "0A" and int(fields[1].split(":")[1], 16) == port:
-            n += 1
-    return n
 
 
 def start(tmp_path: Path, name: str, *args: str) -> subprocess.Popen:

@@ -20,22 +20,12 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic, ResourceType
 
-from helpers import START_TIMEOUT_S, free_port, raw_api_versions, shardlog_bin
+from helpers import START_TIMEOUT_S, free_port, listening_sockets, raw_api_versions, shardlog_bin
 from test_metrics import scrape, total
 
 TOPIC = "sharded"
 ROUNDS = 100
 RECORDS = 4 * ROUNDS
-
-
-def listening_sockets(port: int) -> int:
-    """How many TCP sockets listen on `port` (IPv4), from /proc/net/tcp."""
-    n = 0
-    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-        fields = line.split()
-        if fields[3] == "0A" and int(fields[1].split(":")[1], 16) == port:
-            n += 1
-    return n
 
 
 def java_hash(s: str) -> int:
