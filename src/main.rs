@@ -500,8 +500,9 @@ fn start_metrics_endpoint(
 /// Makes sure no other process listens on `addr`, and keeps another shardlog from
 /// starting on its port while this one runs: binds the abstract Unix socket
 /// `@shardlog-listen-port-<port>` (released by the kernel when the process exits,
-/// however it exits), then probes `addr` ([`probe_listen`]). Returns the socket to
-/// hold.
+/// however it exits), then probes `addr` ([`probe_listen`]) and looks for another
+/// process listening there with SO_REUSEPORT ([`shardlog::net::port_sharers`]), which
+/// the probe cannot see. Returns the socket to hold.
 fn claim_listen_address(
     addr: std::net::SocketAddr,
 ) -> Result<std::os::unix::net::UnixListener, String> {
@@ -520,6 +521,23 @@ fn claim_listen_address(
     probe_listen(addr).map_err(|e| {
         format!("cannot listen on {addr}: {e} (is another broker or process using it?)")
     })?;
+    // The probe binds beside any process of this user that listens with SO_REUSEPORT
+    // too, and the kernel would then hand that process part of the connections.
+    match shardlog::net::port_sharers::find(addr) {
+        Ok(found) => {
+            if let Some((other, holder)) = found.first() {
+                return Err(format!(
+                    "cannot listen on {addr}: {holder} already listens on {} with \
+                     SO_REUSEPORT and would receive part of its connections",
+                    other.addr
+                ));
+            }
+        }
+        Err(e) => tracing::warn!(
+            listen = %addr,
+            "cannot read /proc/net/tcp to check that no other process shares the port: {e}"
+        ),
+    }
     Ok(lock)
 }
 

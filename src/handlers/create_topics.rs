@@ -86,11 +86,7 @@ pub async fn handle(ctx: &Ctx, request: CreateTopicsRequest) -> Outcome<CreateTo
                 "Replication factor must be larger than 0, or -1 to use the default value."
                     .to_string()
             } else {
-                format!(
-                    "Unable to replicate the partition {rf} time(s): The target replication \
-                     factor of {rf} cannot be reached because only 1 broker(s) are registered.",
-                    rf = t.replication_factor
-                )
+                replication_factor_refused(&ctx.shard.config, i32::from(t.replication_factor))
             };
             results.push(fail(ResponseError::InvalidReplicationFactor, msg));
             continue;
@@ -285,15 +281,29 @@ fn assigned_shards(
     if let Some(rf) = replicas.filter(|&rf| rf > 1) {
         return Err((
             ResponseError::InvalidReplicationFactor,
-            format!(
-                "Unable to replicate the partition {rf} time(s): shardlog keeps one replica of \
-                 each partition."
-            ),
+            replication_factor_refused(config, i32::try_from(rf).unwrap_or(i32::MAX)),
         ));
     }
     Ok(shard_nodes::enabled(config).then(|| by_index.into_values().collect()))
 }
 
+/// INVALID_REPLICATION_FACTOR's message for a replication factor `rf` above 1: Kafka's
+/// when the broker has fewer nodes than `rf` (one, or one per shard with
+/// `--shard-ports`), else that there is one replica of each partition.
+pub fn replication_factor_refused(config: &crate::config::Config, rf: i32) -> String {
+    let nodes = crate::net::shard_nodes::node_count(config);
+    if usize::try_from(rf).is_ok_and(|rf| rf > nodes) {
+        format!(
+            "Unable to replicate the partition {rf} time(s): The target replication factor of \
+             {rf} cannot be reached because only {nodes} broker(s) are registered."
+        )
+    } else {
+        format!(
+            "Unable to replicate the partition {rf} time(s): shardlog keeps one replica of each \
+             partition."
+        )
+    }
+}
 
 #[cfg(test)]
 mod assignment_tests {
@@ -362,6 +372,28 @@ mod assignment_tests {
         assert_eq!(
             refusal(&nodes, &[(0, &[7])]),
             (bad, "The manual partition assignment includes broker 7, but no such broker is registered.".into())
+        );
+    }
+
+    #[test]
+    fn a_replication_factor_above_the_node_count_gets_kafkas_message_else_one_replica() {
+        let one = Config::from_args(["shardlog"]);
+        assert_eq!(
+            replication_factor_refused(&one, 3),
+            "Unable to replicate the partition 3 time(s): The target replication factor of 3 \
+             cannot be reached because only 1 broker(s) are registered."
+        );
+        let mut nodes = Config::from_args(["shardlog"]);
+        nodes.shard_bound_ports = vec![9300, 9301];
+        assert_eq!(
+            replication_factor_refused(&nodes, 3),
+            "Unable to replicate the partition 3 time(s): The target replication factor of 3 \
+             cannot be reached because only 2 broker(s) are registered."
+        );
+        assert_eq!(
+            replication_factor_refused(&nodes, 2),
+            "Unable to replicate the partition 2 time(s): shardlog keeps one replica of each \
+             partition."
         );
     }
 }

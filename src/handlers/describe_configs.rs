@@ -15,7 +15,7 @@ use super::alter_config_route::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use super::{Ctx, Outcome, Versions};
 use crate::broker_config::{self, BrokerDefaults};
 use crate::config_docs;
-use crate::config_meta::{ConfigType, Described};
+use crate::config_meta::{ConfigType, Described, Source, Synonym};
 use crate::error::ResponseError;
 use crate::protocol::strings::sb;
 use crate::topic_config;
@@ -84,7 +84,9 @@ pub async fn handle(
                             .with_error_code(ResponseError::InvalidRequest.code())
                             .with_error_message(Some(sb("Unexpected broker id")));
                     } else {
-                        broker_entries(&broker)
+                        let mut entries = broker_entries(&broker);
+                        node_entries(&mut entries, &ctx.shard.config, name);
+                        entries
                     }
                 }
                 _ => {
@@ -164,6 +166,23 @@ fn broker_entries(broker: &BrokerDefaults) -> Vec<Entry> {
     names.sort_unstable();
     names.dedup();
     names.into_iter().map(|n| broker_entry(n, broker.describe(n))).collect()
+}
+
+/// With `--shard-ports`, the configs that name node `name` itself (its id and its own
+/// listener port, [`crate::net::shard_nodes::node_configs`]) replace the shared ones,
+/// as the operator's static configs of that node.
+fn node_entries(entries: &mut [Entry], config: &crate::config::Config, name: &str) {
+    use crate::net::shard_nodes;
+    let Some(shard) = name.parse().ok().and_then(|id| shard_nodes::shard_of(config, id)) else {
+        return;
+    };
+    let listeners = config.listeners().unwrap_or_default();
+    for (config_name, value) in shard_nodes::node_configs(config, &listeners, shard) {
+        let Some(entry) = entries.iter_mut().find(|e| e.name == config_name) else { continue };
+        let mut synonyms = vec![Synonym::new(config_name, Some(value.clone()), Source::StaticBroker)];
+        synonyms.extend(entry.described.synonyms.drain(..).filter(|s| s.source == Source::Default));
+        entry.described = Described::new(Some(value), synonyms);
+    }
 }
 
 /// The cluster defaults (Kafka's `ConfigHelper` for the default broker resource):

@@ -7,6 +7,7 @@ pub mod connection;
 pub mod limits;
 pub mod listener;
 pub mod listeners;
+pub mod port_sharers;
 mod rcvlowat;
 mod recv;
 mod segments;

@@ -37,6 +37,12 @@ pub fn enabled(config: &Config) -> bool {
     !config.shard_bound_ports.is_empty()
 }
 
+/// How many broker nodes clients are told about: one per shard with `--shard-ports`,
+/// else one.
+pub fn node_count(config: &Config) -> usize {
+    config.shard_bound_ports.len().max(1)
+}
+
 /// The node id of `shard`: `--node-id` + shard with `--shard-ports`, else `--node-id`
 /// for every shard.
 pub fn node_of(config: &Config, shard: usize) -> i32 {
@@ -50,7 +56,7 @@ pub fn node_of(config: &Config, shard: usize) -> i32 {
 /// The shard whose node is `node_id`, `None` when no node of this broker has that id.
 /// Without `--shard-ports` the one node is shard 0's (the control shard).
 pub fn shard_of(config: &Config, node_id: i32) -> Option<usize> {
-    let shards = config.shard_bound_ports.len().max(1) as i64;
+    let shards = node_count(config) as i64;
     let shard = i64::from(node_id) - i64::from(config.node_id);
     (0..shards).contains(&shard).then_some(shard as usize)
 }
@@ -59,8 +65,7 @@ pub fn shard_of(config: &Config, node_id: i32) -> Option<usize> {
 /// id order: every shard's node at the listener's advertised host and the shard's
 /// port with `--shard-ports`, else the one node at the listener's advertised address.
 pub fn brokers(config: &Config, listener: &Listener) -> Vec<BrokerNode> {
-    let shards = config.shard_bound_ports.len().max(1);
-    (0..shards).map(|shard| broker(config, listener, shard)).collect()
+    (0..node_count(config)).map(|shard| broker(config, listener, shard)).collect()
 }
 
 /// The node of `shard` as a client that came in through `listener` is told about it:
@@ -81,6 +86,38 @@ pub fn names_a_node(config: &Config, name: &str) -> bool {
         .ok()
         .filter(|id| id.to_string() == name)
         .is_some_and(|id| shard_of(config, id).is_some())
+}
+
+/// The broker configs that differ between the nodes of one broker, as node
+/// `node_of(shard)` has them with `--shard-ports` (`node.id`, `broker.id`, and
+/// `listeners` naming the shard's own port, `advertised.listeners` too when the
+/// operator set one), for a shard
+/// other than 0; empty otherwise (shard 0's node is `--node-id`, described as
+/// configured). Every other broker config, static or dynamic, is the one config all
+/// nodes share. `listeners` are the configured ones (`Config::listeners`).
+pub fn node_configs(
+    config: &Config,
+    listeners: &[Listener],
+    shard: usize,
+) -> Vec<(&'static str, String)> {
+    let Some(own) = listeners.first().and_then(|l| shard_listener(config, l, shard)) else {
+        return Vec::new();
+    };
+    if shard == 0 {
+        return Vec::new();
+    }
+    let node = node_of(config, shard).to_string();
+    let mut configs = Vec::with_capacity(4);
+    // Unset, it is null (listeners are advertised as bound), as on shard 0's node.
+    if config.is_given("advertised_listener") || config.is_given("advertised_listeners") {
+        let advertised =
+            format!("{}://{}:{}", own.name(), own.advertised_host, own.advertised_port);
+        configs.push(("advertised.listeners", advertised));
+    }
+    configs.push(("broker.id", node.clone()));
+    configs.push(("listeners", format!("{}://{}", own.name(), own.bind)));
+    configs.push(("node.id", node));
+    configs
 }
 
 /// `shard`'s own listener with `--shard-ports`: the configured listener bound to the
@@ -170,6 +207,34 @@ mod tests {
         assert_eq!(listed_shards(&listener(), 2), 0..2);
         // A node id near i32::MAX does not overflow the lookup.
         assert_eq!(shard_of(&config(i32::MAX, &[1, 2]), i32::MIN), None);
+    }
+
+    #[test]
+    fn the_configs_naming_a_node_are_its_own_for_the_other_shards_nodes() {
+        let c = config(3, &[9300, 9301]);
+        let l = [listener()];
+        let own = |advertised: Option<&str>| {
+            let mut v: Vec<(&str, String)> =
+                advertised.map(|a| ("advertised.listeners", a.to_string())).into_iter().collect();
+            v.push(("broker.id", "4".to_string()));
+            v.push(("listeners", "PLAINTEXT://127.0.0.1:9301".to_string()));
+            v.push(("node.id", "4".to_string()));
+            v
+        };
+        assert_eq!(node_configs(&c, &l, 1), own(None));
+        let mut advertised = Config::from_args([
+            "shardlog",
+            "--node-id",
+            "3",
+            "--advertised-listener",
+            "kafka.example:9092",
+        ]);
+        advertised.shard_bound_ports = vec![9300, 9301];
+        assert_eq!(node_configs(&advertised, &l, 1), own(Some("PLAINTEXT://kafka.example:9301")));
+        // Shard 0's node is --node-id, described as configured; one node: nothing.
+        assert_eq!(node_configs(&c, &l, 0), vec![]);
+        assert_eq!(node_configs(&config(3, &[]), &l, 1), vec![]);
+        assert_eq!(node_configs(&c, &[], 1), vec![]);
     }
 
     #[test]

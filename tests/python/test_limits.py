@@ -8,6 +8,7 @@ Flags under test: --connections-max-idle-ms, --response-write-stall-ms, --max-co
 
 from __future__ import annotations
 
+import os
 import resource
 import socket
 import struct
@@ -15,6 +16,7 @@ import subprocess
 import threading
 import time
 
+import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from helpers import (
@@ -308,6 +310,30 @@ def test_a_port_taken_by_another_process_is_refused(tmp_path):
         second = start_second(listen, tmp_path)
     assert second.returncode == 1
     assert f"cannot listen on {listen}" in second.stderr
+
+
+def reuseport_listener(host: str) -> socket.socket:
+    """A listening socket of this process with SO_REUSEPORT on a free port of `host`:
+    the kernel lets a shardlog of the same user bind the port beside it."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    s.bind((host, 0))
+    s.listen()
+    return s
+
+
+@pytest.mark.parametrize("their_host", ["127.0.0.1", "0.0.0.0"])
+def test_a_port_another_process_listens_on_with_so_reuseport_is_refused(tmp_path, their_host):
+    # Bound beside it, shardlog would get only part of the connections: the bind probe
+    # succeeds, so the listener is found in /proc/net/tcp.
+    with reuseport_listener(their_host) as theirs:
+        port = theirs.getsockname()[1]
+        listen = f"127.0.0.1:{port}"
+        second = start_second(listen, tmp_path)
+    assert second.returncode == 1, second.stderr
+    assert f"cannot listen on {listen}: pid {os.getpid()} (" in second.stderr
+    assert f"already listens on {their_host}:{port} with SO_REUSEPORT" in second.stderr
 
 
 # ------------------------------------------------------------------ start-up and panics

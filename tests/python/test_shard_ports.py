@@ -10,6 +10,7 @@ repeated by every node, and the start-up refusals.
 """
 from __future__ import annotations
 
+import os
 import re
 import socket
 import subprocess
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic, ResourceType
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewPartitions, NewTopic, ResourceType
 
 from helpers import START_TIMEOUT_S, free_port, listening_sockets, raw_api_versions, shardlog_bin
 from test_metrics import scrape, total
@@ -108,11 +109,23 @@ def test_each_shard_is_a_node_that_leads_its_partitions(broker_factory):
     assert {tp.partition: tp.offset for tp in committed} == expected_counts
 
     # Broker configs answer for either node's id (the client sends each to its node;
-    # ids of no node are refused: `describe_configs::is_node`'s unit test).
+    # ids of no node are refused: `shard_nodes::names_a_node`'s unit test). Node 4's
+    # id and listener are its own, as its static configs (advertised.listeners is
+    # unset on both, so null); the rest is shared.
+    described = {}
     for node in ("3", "4"):
         res = admin.describe_configs([ConfigResource(ResourceType.BROKER, node)])
-        configs = list(res.values())[0].result(30)
-        assert configs["node.id"].value == "3"
+        described[node] = list(res.values())[0].result(30)
+    own = {n: {k: (c[k].value, c[k].source) for k in ("node.id", "broker.id", "listeners", "advertised.listeners")}
+           for n, c in described.items()}
+    static = ConfigSource.STATIC_BROKER_CONFIG.value
+    assert own["3"] == {"node.id": ("3", static), "broker.id": ("3", static),
+                        "listeners": (f"PLAINTEXT://{broker.bootstrap}", static),
+                        "advertised.listeners": (None, ConfigSource.DEFAULT_CONFIG.value)}
+    assert own["4"] == {"node.id": ("4", static), "broker.id": ("4", static),
+                        "listeners": (f"PLAINTEXT://127.0.0.1:{ports[1]}", static),
+                        "advertised.listeners": (None, ConfigSource.DEFAULT_CONFIG.value)}
+    assert described["3"]["log.retention.ms"].value == described["4"]["log.retention.ms"].value
 
     # A manual assignment places each partition on its node's shard; a node id that
     # is no node is Kafka's INVALID_REPLICA_ASSIGNMENT.
@@ -200,3 +213,15 @@ def test_refused_configurations(tmp_path):
     port = free_port()
     text = refused(tmp_path, "--listen", f"127.0.0.1:{port}", "--shard-ports", str(port - 1))
     assert re.search(rf"--shard-ports: port {port} is also --listen's or --metrics-listen's", text), text
+
+
+def test_a_shard_port_another_process_shares_with_so_reuseport_is_refused(tmp_path):
+    base = free_port_pair()
+    with socket.socket() as theirs:
+        theirs.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        theirs.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        theirs.bind(("127.0.0.1", base + 1))
+        theirs.listen()
+        text = refused(tmp_path, "--listen", "127.0.0.1:0", "--shard-ports", str(base))
+    assert (f"cannot listen on 127.0.0.1:{base + 1}: pid {os.getpid()} (" in text
+            and f"already listens on 127.0.0.1:{base + 1} with SO_REUSEPORT" in text), text
