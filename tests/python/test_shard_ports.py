@@ -225,3 +225,54 @@ def test_a_shard_port_another_process_shares_with_so_reuseport_is_refused(tmp_pa
         text = refused(tmp_path, "--listen", "127.0.0.1:0", "--shard-ports", str(base))
     assert (f"cannot listen on 127.0.0.1:{base + 1}: pid {os.getpid()} (" in text
             and f"already listens on 127.0.0.1:{base + 1} with SO_REUSEPORT" in text), text
+
+
+def txn_node(transactional_id: str, first_node: int) -> int:
+    """The node coordinating `transactional_id` on a 2-shard broker: the shard of its
+    `__transaction_state` partition (`transactions::coordinator_shard`)."""
+    return first_node + (abs(java_hash(transactional_id)) % 50) % 2
+
+
+def test_per_node_listings_and_transaction_coordinators_through_kafka_python(broker_factory):
+    # kafka-python's admin sends ListTransactions and DescribeLogDirs to every node and
+    # keeps the answers apart, and finds each transactional id's coordinator with
+    # FindCoordinator (key type 1): each node answers for its own shard only.
+    # DescribeCluster lists both nodes on ports of their own, controller node 3.
+    from kafka.admin import KafkaAdminClient
+    broker = broker_factory("--shard-ports", "0", "--node-id", "3")
+    creator = AdminClient({"bootstrap.servers": broker.bootstrap})
+    creator.create_topics([NewTopic("listed", num_partitions=4, replication_factor=1)])["listed"].result(30)
+    ids = [f"txn-{i}" for i in range(6)]
+    expected_nodes = {t: txn_node(t, 3) for t in ids}
+    assert set(expected_nodes.values()) == {3, 4}
+    producers = []
+    for t in ids:
+        p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": t})
+        p.init_transactions(30)
+        p.begin_transaction()
+        p.produce("listed", b"open", partition=0)
+        p.flush(30)
+        producers.append(p)
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        cluster = admin.describe_cluster()
+        nodes = {b["broker_id"]: b["port"] for b in cluster["brokers"]}
+        assert sorted(nodes) == [3, 4] and cluster["controller_id"] == 3
+        assert len({*nodes.values(), broker.port}) == 3
+        listed = admin.list_transactions()
+        got = {node: sorted(t.transactional_id for t in listing) for node, listing in listed.items()}
+        assert got == {n: sorted(t for t in ids if expected_nodes[t] == n) for n in (3, 4)}
+        described = admin.describe_transactions(ids)
+        assert {t: d.coordinator_id for t, d in described.items()} == expected_nodes
+        assert {d.state.value for d in described.values()} == {"Ongoing"}
+        dirs = admin.describe_log_dirs(["listed"])
+        on_node = {}
+        for entry in dirs:
+            parts = [p["partition_index"] for d in entry["log_dirs"] for topic in d["topics"]
+                     if topic["name"] == "listed" for p in topic["partitions"]]
+            on_node[entry["broker"]] = sorted(parts)
+        assert on_node == {3: [0, 2], 4: [1, 3]}
+    finally:
+        admin.close()
+        for p in producers:
+            p.abort_transaction(30)
