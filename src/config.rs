@@ -435,11 +435,12 @@ pub struct Config {
     /// of a request is woken (the socket's `SO_RCVLOWAT`, set to what the request still
     /// lacks, up to this; below 8192 never set; waits for a new request wake at 1
     /// byte). Fewer wake-ups and `recv`s for clients that send a request in small
-    /// pieces, such as librdkafka over TLS (a record per message): at 32768 its broker
-    /// CPU per GB fell 2.4x, and its throughput rose 8% with the client on cubic but
-    /// fell 28% with it on BBR over loopback (BBR's window, in packets, then waits on
-    /// the fewer ACKs). Default 0: the kernel's 1 byte, a wake-up per segment.
-    #[arg(long, env = "SHARDLOG_RECEIVE_LOWAT_BYTES", default_value_t = 0)]
+    /// pieces, such as librdkafka over TLS (a record per message): at the default 8192
+    /// its broker CPU per GB fell 2.2x and its throughput rose 17% (BBR over loopback);
+    /// higher marks cut the CPU a little more but cost throughput with the client on BBR
+    /// (-15% at 12288, -28 to -40% at 32768: BBR's window, in packets, then waits on
+    /// the fewer ACKs). 0: the kernel's 1 byte, a wake-up per segment.
+    #[arg(long, env = "SHARDLOG_RECEIVE_LOWAT_BYTES", default_value_t = 8192)]
     pub receive_lowat_bytes: usize,
 
     /// Write zeros ahead of an active segment's write position (up to 4 MiB, cut at

@@ -18,10 +18,13 @@
 //! may hold part of a record already, see [`super::tls`]). Waits for a new frame's
 //! length prefix go back to 1 byte.
 //!
-//! Off by default (`--receive-lowat-bytes 0`): with the mark at 32 KiB, librdkafka over
-//! TLS cost 2.4x less broker CPU per GB, but its throughput depends on the client's
-//! congestion control: 8% more on cubic, 28% less on BBR over loopback (BBR's window,
-//! in packets, is small at a loopback RTT, and fewer ACKs come while the reader waits).
+//! The default mark is 8 KiB (`--receive-lowat-bytes 8192`, the smallest that is set):
+//! librdkafka over TLS then costs 2.2x less broker CPU per GB at 17% more throughput
+//! (2026-12-05, three alternating runs and two bench subsets). Higher marks trade its
+//! throughput for CPU when the client's congestion control is BBR over loopback (-15%
+//! at 12 KiB, -28 to -40% at 32 KiB; +8% at 32 KiB on cubic): BBR's window, in
+//! packets, is small at a loopback RTT, and the receiver's ACKs are delayed while
+//! unread bytes shrink its window.
 
 use std::os::fd::RawFd;
 
