@@ -522,21 +522,12 @@ fn claim_listen_address(
         format!("cannot listen on {addr}: {e} (is another broker or process using it?)")
     })?;
     // The probe binds beside any process of this user that listens with SO_REUSEPORT
-    // too, and the kernel would then hand that process part of the connections.
-    match shardlog::net::port_sharers::find(addr) {
-        Ok(found) => {
-            if let Some((other, holder)) = found.first() {
-                return Err(format!(
-                    "cannot listen on {addr}: {holder} already listens on {} with \
-                     SO_REUSEPORT and would receive part of its connections",
-                    other.addr
-                ));
-            }
-        }
-        Err(e) => tracing::warn!(
-            listen = %addr,
-            "cannot read /proc/net/tcp to check that no other process shares the port: {e}"
-        ),
+    // too, and the kernel would then hand that process connections meant for us. A
+    // broker killed a moment ago leaves such sockets for 100-200 ms: waited out.
+    if let Some(warning) =
+        shardlog::net::port_sharers::check(addr, std::time::Duration::from_secs(2))?
+    {
+        tracing::warn!(listen = %addr, "{warning}");
     }
     Ok(lock)
 }

@@ -94,9 +94,10 @@ pub fn sharers(addr: SocketAddr, listening: &[Listening], own: &[u64]) -> Vec<Li
 }
 
 /// The sockets of other processes listening where `addr` would receive connections, with
-/// who holds them (`pid (comm)`, or `unknown process` when no readable fd table has
-/// the socket). Errors: `/proc/net/tcp` cannot be read.
-pub fn find(addr: SocketAddr) -> std::io::Result<Vec<(Listening, String)>> {
+/// who holds them (`pid (comm)`; `None` when no process's fd table has the socket: a
+/// process that has just exited, whose sockets the kernel closes a moment later).
+/// Errors: `/proc/net/tcp` cannot be read.
+pub fn find(addr: SocketAddr) -> std::io::Result<Vec<(Listening, Option<String>)>> {
     let mut listening = parse_table(&std::fs::read_to_string("/proc/net/tcp")?, false);
     // No IPv6 on the machine: no tcp6 table.
     if let Ok(t6) = std::fs::read_to_string("/proc/net/tcp6") {
@@ -105,6 +106,65 @@ pub fn find(addr: SocketAddr) -> std::io::Result<Vec<(Listening, String)>> {
     let own = socket_inodes("/proc/self/fd");
     let found = sharers(addr, &listening, &own);
     Ok(found.into_iter().map(|l| (l, holder(l.inode))).collect())
+}
+
+/// What to do about the sockets [`find`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// None: bind.
+    Clear,
+    /// Only sockets no process holds: look again shortly (after a `kill -9` the
+    /// dead broker's listening sockets outlive it by 100-200 ms while the kernel
+    /// tears down its io_uring instances).
+    Wait,
+    /// A process listens there: refuse, with this reason.
+    Refuse(String),
+}
+
+/// The verdict on `found` for `addr` ([`Verdict`]).
+pub fn verdict(addr: SocketAddr, found: &[(Listening, Option<String>)]) -> Verdict {
+    match found.iter().find(|(_, holder)| holder.is_some()) {
+        Some((other, Some(holder))) => Verdict::Refuse(format!(
+            "cannot listen on {addr}: {holder} already listens on {} with SO_REUSEPORT and \
+             would take connections meant for this broker",
+            other.addr
+        )),
+        _ if found.is_empty() => Verdict::Clear,
+        _ => Verdict::Wait,
+    }
+}
+
+/// Checks that no other process listens where `addr` would receive connections
+/// ([`find`], [`verdict`]), waiting up to `orphan_wait` for sockets no process holds
+/// to close. Errors: the reason to refuse to start. `/proc/net/tcp` unreadable is not
+/// an error: `Ok(Some(warning))`.
+pub fn check(addr: SocketAddr, orphan_wait: std::time::Duration) -> Result<Option<String>, String> {
+    let deadline = std::time::Instant::now() + orphan_wait;
+    loop {
+        let found = match find(addr) {
+            Ok(found) => found,
+            Err(e) => {
+                return Ok(Some(format!(
+                    "cannot read /proc/net/tcp to check that no other process shares the \
+                     port: {e}"
+                )))
+            }
+        };
+        match verdict(addr, &found) {
+            Verdict::Clear => return Ok(None),
+            Verdict::Refuse(reason) => return Err(reason),
+            Verdict::Wait if std::time::Instant::now() >= deadline => {
+                return Err(format!(
+                    "cannot listen on {addr}: a socket no process holds still listens on {} \
+                     with SO_REUSEPORT after {} ms (a process that exited and whose sockets \
+                     the kernel has not closed yet?)",
+                    found[0].0.addr,
+                    orphan_wait.as_millis()
+                ))
+            }
+            Verdict::Wait => std::thread::sleep(std::time::Duration::from_millis(20)),
+        }
+    }
 }
 
 /// The socket inodes of the fds in `dir` (`/proc/<pid>/fd`); none when it cannot be read.
@@ -122,9 +182,9 @@ fn socket_inode(link: &str) -> Option<u64> {
 }
 
 /// `pid (comm)` of a process holding the socket `inode`, from the fd tables this user
-/// may read.
-fn holder(inode: u64) -> String {
-    let Ok(procs) = std::fs::read_dir("/proc") else { return "unknown process".into() };
+/// may read; `None` when none has it.
+fn holder(inode: u64) -> Option<String> {
+    let procs = std::fs::read_dir("/proc").ok()?;
     for entry in procs.flatten() {
         let name = entry.file_name();
         let Some(pid) = name.to_str().filter(|n| n.bytes().all(|b| b.is_ascii_digit())) else {
@@ -132,10 +192,10 @@ fn holder(inode: u64) -> String {
         };
         if socket_inodes(&format!("/proc/{pid}/fd")).contains(&inode) {
             let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-            return format!("pid {pid} ({})", comm.trim());
+            return Some(format!("pid {pid} ({})", comm.trim()));
         }
     }
-    "unknown process".into()
+    None
 }
 
 #[cfg(test)]
@@ -225,10 +285,28 @@ mod tests {
         assert_eq!(ours.len(), 1);
         assert!(own.contains(&ours[0].inode));
         assert_eq!(
-            holder(ours[0].inode),
+            holder(ours[0].inode).unwrap(),
             format!("pid {} ({})", std::process::id(), {
                 std::fs::read_to_string("/proc/self/comm").unwrap().trim().to_string()
             })
+        );
+    }
+
+    #[test]
+    fn a_held_socket_refuses_an_unheld_one_waits_none_binds() {
+        let addr = sa("127.0.0.1:9092");
+        let theirs = Listening { addr: sa("0.0.0.0:9092"), inode: 7 };
+        let orphan = Listening { addr: sa("127.0.0.1:9092"), inode: 8 };
+        assert_eq!(verdict(addr, &[]), Verdict::Clear);
+        assert_eq!(verdict(addr, &[(orphan, None)]), Verdict::Wait);
+        let refused = Verdict::Refuse(
+            "cannot listen on 127.0.0.1:9092: pid 12 (python) already listens on 0.0.0.0:9092 \
+             with SO_REUSEPORT and would take connections meant for this broker"
+                .into(),
+        );
+        assert_eq!(
+            verdict(addr, &[(orphan, None), (theirs, Some("pid 12 (python)".into()))]),
+            refused
         );
     }
 }

@@ -91,10 +91,11 @@ pub fn names_a_node(config: &Config, name: &str) -> bool {
 /// The broker configs that differ between the nodes of one broker, as node
 /// `node_of(shard)` has them with `--shard-ports` (`node.id`, `broker.id`, and
 /// `listeners` naming the shard's own port, `advertised.listeners` too when the
-/// operator set one), for a shard
-/// other than 0; empty otherwise (shard 0's node is `--node-id`, described as
-/// configured). Every other broker config, static or dynamic, is the one config all
-/// nodes share. `listeners` are the configured ones (`Config::listeners`).
+/// operator set one), as Metadata advertises each node (shard 0's node too: its
+/// `listeners` name its own port, not the shared bootstrap port, which no node's
+/// configs describe); empty without the flag. Every other broker config, static or
+/// dynamic, is the one config all nodes share. `listeners` are the configured ones
+/// (`Config::listeners`).
 pub fn node_configs(
     config: &Config,
     listeners: &[Listener],
@@ -103,9 +104,6 @@ pub fn node_configs(
     let Some(own) = listeners.first().and_then(|l| shard_listener(config, l, shard)) else {
         return Vec::new();
     };
-    if shard == 0 {
-        return Vec::new();
-    }
     let node = node_of(config, shard).to_string();
     let mut configs = Vec::with_capacity(4);
     // Unset, it is null (listeners are advertised as bound), as on shard 0's node.
@@ -231,8 +229,15 @@ mod tests {
         ]);
         advertised.shard_bound_ports = vec![9300, 9301];
         assert_eq!(node_configs(&advertised, &l, 1), own(Some("PLAINTEXT://kafka.example:9301")));
-        // Shard 0's node is --node-id, described as configured; one node: nothing.
-        assert_eq!(node_configs(&c, &l, 0), vec![]);
+        // Shard 0's node is --node-id on its own port too; one node: nothing.
+        assert_eq!(
+            node_configs(&c, &l, 0),
+            vec![
+                ("broker.id", "3".to_string()),
+                ("listeners", "PLAINTEXT://127.0.0.1:9300".to_string()),
+                ("node.id", "3".to_string()),
+            ]
+        );
         assert_eq!(node_configs(&config(3, &[]), &l, 1), vec![]);
         assert_eq!(node_configs(&c, &[], 1), vec![]);
     }

@@ -26,6 +26,7 @@ from helpers import (
     enc_str,
     frame,
     raw_connect,
+    wait_until,
     recv_frame,
     request_header_v1,
     shardlog_bin,
@@ -333,7 +334,35 @@ def test_a_port_another_process_listens_on_with_so_reuseport_is_refused(tmp_path
         second = start_second(listen, tmp_path)
     assert second.returncode == 1, second.stderr
     assert f"cannot listen on {listen}: pid {os.getpid()} (" in second.stderr
-    assert f"already listens on {their_host}:{port} with SO_REUSEPORT" in second.stderr
+    assert f"already listens on {their_host}:{port} with SO_REUSEPORT and would take connections" in second.stderr
+
+
+def test_a_restart_right_after_kill_9_waits_out_the_dead_brokers_listening_sockets(tmp_path):
+    # For 100-200 ms after a SIGKILLed broker is reaped, its listening sockets are still
+    # in /proc/net/tcp, held by no process (the kernel closes them as it tears down the
+    # io_uring instances): the check for other processes on the port must wait them out,
+    # not refuse (it refused every time before).
+    # (A client connecting in that window is accepted by the dead broker's socket and
+    # reset, so `start`, which waits for a TCP connect, may return early: what counts is
+    # that the new broker stays up and answers.)
+    b = Broker(shardlog_bin(), tmp_path / "b")
+    b.start()
+
+    def serving() -> bool:
+        assert b.running(), "the restarted broker exited:\n" + b.describe_logs()
+        try:
+            with raw_connect(b.bootstrap, timeout=2) as s:
+                return answered(s, 1, timeout=5)
+        except OSError:
+            return False
+
+    try:
+        for _ in range(3):
+            b.kill9()
+            b.start()
+            wait_until(serving, 20, what="the restarted broker to answer")
+    finally:
+        b.stop()
 
 
 # ------------------------------------------------------------------ start-up and panics

@@ -109,9 +109,9 @@ def test_each_shard_is_a_node_that_leads_its_partitions(broker_factory):
     assert {tp.partition: tp.offset for tp in committed} == expected_counts
 
     # Broker configs answer for either node's id (the client sends each to its node;
-    # ids of no node are refused: `shard_nodes::names_a_node`'s unit test). Node 4's
-    # id and listener are its own, as its static configs (advertised.listeners is
-    # unset on both, so null); the rest is shared.
+    # ids of no node are refused: `shard_nodes::names_a_node`'s unit test). Each
+    # node's id and listener are its own (the port Metadata gives it), as its static
+    # configs (advertised.listeners is unset, so null); the rest is shared.
     described = {}
     for node in ("3", "4"):
         res = admin.describe_configs([ConfigResource(ResourceType.BROKER, node)])
@@ -120,7 +120,7 @@ def test_each_shard_is_a_node_that_leads_its_partitions(broker_factory):
            for n, c in described.items()}
     static = ConfigSource.STATIC_BROKER_CONFIG.value
     assert own["3"] == {"node.id": ("3", static), "broker.id": ("3", static),
-                        "listeners": (f"PLAINTEXT://{broker.bootstrap}", static),
+                        "listeners": (f"PLAINTEXT://127.0.0.1:{ports[0]}", static),
                         "advertised.listeners": (None, ConfigSource.DEFAULT_CONFIG.value)}
     assert own["4"] == {"node.id": ("4", static), "broker.id": ("4", static),
                         "listeners": (f"PLAINTEXT://127.0.0.1:{ports[1]}", static),
