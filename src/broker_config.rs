@@ -123,10 +123,7 @@ pub const DESCRIBED: &[BrokerConfigDef] = &[
         None,
         flags("advertised_listener", &["advertised_listeners"], |c| {
             let listeners = c.listeners().unwrap_or_default();
-            let advertised: Vec<String> = listeners
-                .iter()
-                .map(|l| format!("{}://{}:{}", l.name(), l.advertised_host, l.advertised_port))
-                .collect();
+            let advertised: Vec<String> = listeners.iter().map(|l| l.advertised_url()).collect();
             advertised.join(",")
         }),
     ),
@@ -174,8 +171,7 @@ pub const DESCRIBED: &[BrokerConfigDef] = &[
         Some("PLAINTEXT://127.0.0.1:9092"),
         flags("listen", &["listeners"], |c| {
             let listeners = c.listeners().unwrap_or_default();
-            let bound: Vec<String> =
-                listeners.iter().map(|l| format!("{}://{}", l.name(), l.bind)).collect();
+            let bound: Vec<String> = listeners.iter().map(|l| l.bound_url()).collect();
             bound.join(",")
         }),
     ),

@@ -191,8 +191,7 @@ fn main() -> ExitCode {
     }
 
     let placement = PoolPlacement::MaxSpread(nr_shards, None);
-    let names: Vec<String> =
-        listeners.iter().map(|l| format!("{}://{}", l.name(), l.bind)).collect();
+    let names: Vec<String> = listeners.iter().map(|l| l.bound_url()).collect();
     tracing::info!(
         nr_shards,
         listeners = %names.join(","),

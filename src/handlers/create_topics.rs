@@ -290,7 +290,7 @@ fn assigned_shards(
 /// INVALID_REPLICATION_FACTOR's message for a replication factor `rf` above 1: Kafka's
 /// when the broker has fewer nodes than `rf` (one, or one per shard with
 /// `--shard-ports`), else that there is one replica of each partition.
-pub fn replication_factor_refused(config: &crate::config::Config, rf: i32) -> String {
+fn replication_factor_refused(config: &crate::config::Config, rf: i32) -> String {
     let nodes = crate::net::shard_nodes::node_count(config);
     if usize::try_from(rf).is_ok_and(|rf| rf > nodes) {
         format!(

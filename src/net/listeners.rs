@@ -155,6 +155,17 @@ impl Listener {
     pub fn name(&self) -> &'static str {
         self.protocol.name()
     }
+
+    /// The listener as `listeners` writes it: `NAME://bound address`.
+    pub fn bound_url(&self) -> String {
+        format!("{}://{}", self.name(), self.bind)
+    }
+
+    /// The listener as `advertised.listeners` writes it: `NAME://host:port` as clients
+    /// are told.
+    pub fn advertised_url(&self) -> String {
+        format!("{}://{}:{}", self.name(), self.advertised_host, self.advertised_port)
+    }
 }
 
 /// Resolves `listeners` with their advertised addresses: the `advertised` entry with

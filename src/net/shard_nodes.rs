@@ -106,14 +106,13 @@ pub fn node_configs(
     };
     let node = node_of(config, shard).to_string();
     let mut configs = Vec::with_capacity(4);
-    // Unset, it is null (listeners are advertised as bound), as on shard 0's node.
-    if config.is_given("advertised_listener") || config.is_given("advertised_listeners") {
-        let advertised =
-            format!("{}://{}:{}", own.name(), own.advertised_host, own.advertised_port);
-        configs.push(("advertised.listeners", advertised));
+    // Unset, it stays null (listeners are then advertised as bound).
+    let flags = crate::broker_config::BrokerDefaults::flags(config);
+    if flags.static_value("advertised.listeners").is_some() {
+        configs.push(("advertised.listeners", own.advertised_url()));
     }
     configs.push(("broker.id", node.clone()));
-    configs.push(("listeners", format!("{}://{}", own.name(), own.bind)));
+    configs.push(("listeners", own.bound_url()));
     configs.push(("node.id", node));
     configs
 }
