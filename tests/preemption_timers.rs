@@ -273,3 +273,43 @@ fn a_task_woken_by_its_timer_runs_even_when_a_kept_timer_preempts_first() {
         );
     }
 }
+
+/// SHARDLOG-PATCH.md change 11: on the way to sleep, an armed preempt timer that fires
+/// before the next user timer is kept (the sleep ends early, never late), but an
+/// executor whose last sleep that timer ended does not keep the next one: an idle
+/// executor wakes once for it, then sleeps until its user timer. Here a busy period
+/// (a 20 ms preempt timer armed) is followed by a 300 ms sleep with nothing else to do.
+/// Keeping the preempt timer on every sleep would wake the executor every 20 ms, 15
+/// parks; the rule allows the sleep that the kept timer ended and the one to the user
+/// timer (and one more for scheduling noise).
+#[test]
+fn an_idle_executor_sleeps_until_its_user_timer_after_one_early_wake() {
+    let (parks, late) = LocalExecutorBuilder::default()
+        .name("idle-sleeper")
+        .preempt_timer(PREEMPT)
+        .spawn(|| async {
+            let mut most_parks = 0;
+            let mut latest = Duration::ZERO;
+            for round in 0..5 {
+                let busy_until = Instant::now() + Duration::from_millis(50);
+                while Instant::now() < busy_until {
+                    glommio::yield_if_needed().await;
+                }
+                let want = Duration::from_millis(300);
+                let _ = glommio::executor().executor_stats();
+                let started = Instant::now();
+                glommio::timer::sleep(want).await;
+                let took = started.elapsed();
+                let parks = glommio::executor().executor_stats().parks();
+                assert!(took >= want, "round {round}: slept {took:?} for {want:?}");
+                most_parks = most_parks.max(parks);
+                latest = latest.max(took - want);
+            }
+            (most_parks, latest)
+        })
+        .expect("idle-sleeper executor")
+        .join()
+        .expect("idle-sleeper ran");
+    assert!(parks <= 3, "{parks} parks in a 300 ms sleep with a 20 ms preempt timer");
+    assert!(late < Duration::from_millis(100), "a sleep woke {late:?} late");
+}

@@ -1080,7 +1080,29 @@ impl SleepableRing {
         }
     }
 
-    fn sleep(&mut self, link: &Source) -> io::Result<usize> {
+    /// shardlog patch: sleep until this ring has a completion, with the link to the
+    /// latency ring (`link`'s `POLL_ADD`) still armed from an earlier [`Self::sleep`]:
+    /// no submission, one `io_uring_enter` (none when a completion is already there).
+    fn sleep_armed(&mut self) -> io::Result<usize> {
+        assert_eq!(
+            self.waiting_kernel_submission(),
+            0,
+            "sleeping with pending SQEs"
+        );
+        self.ring
+            .cq()
+            .wait(1)
+            .map(|_| 1)
+            .or_else(Reactor::busy_ok)
+            .or_else(Reactor::again_ok)
+            .or_else(Reactor::intr_ok)
+    }
+
+    /// Submits `link` (a `POLL_ADD` on the latency ring's fd) and sleeps until this
+    /// ring has a completion. shardlog patch: returns whether the link went to the
+    /// kernel (glommio 0.9.0 returned a count that could not tell), so the caller may
+    /// keep it armed for the next sleep.
+    fn sleep(&mut self, link: &Source) -> io::Result<bool> {
         assert_eq!(
             self.waiting_kernel_submission(),
             0,
@@ -1126,10 +1148,10 @@ impl SleepableRing {
                 self.ring
                     .cq()
                     .wait(1)
-                    .map(|_| 1)
                     .or_else(Reactor::busy_ok)
                     .or_else(Reactor::again_ok)
-                    .or_else(Reactor::intr_ok)
+                    .or_else(Reactor::intr_ok)?;
+                Ok(true)
             }
         } else {
             // Can't link rings because we ran out of `CQE`s. Just can't sleep.
@@ -1139,6 +1161,7 @@ impl SleepableRing {
                 .or_else(Reactor::busy_ok)
                 .or_else(Reactor::again_ok)
                 .or_else(Reactor::intr_ok)
+                .map(|_| false)
         }
     }
 }
@@ -1202,12 +1225,16 @@ impl UringCommon for SleepableRing {
         let source_map = self.source_map.clone();
         process_one_event(
             self.ring.peek_for_cqe(),
-            |source| match source.source_type {
-                SourceType::LinkRings => Some(()),
-                _ => None,
-            },
+            // shardlog patch: a completed link records its result like any source (no
+            // task waits on it, and it is not counted in the ring's I/O statistics):
+            // `Reactor::link_rings_and_sleep` keeps an armed link for the next sleep
+            // and must see that it completed. glommio 0.9.0 skipped it here, which
+            // was harmless only because the link was dropped after every sleep.
+            |_| None,
             |mut src, res| {
-                record_stats(self, &mut src, &res);
+                if !matches!(src.source_type, SourceType::LinkRings) {
+                    record_stats(self, &mut src, &res);
+                }
                 if let SourceType::ForeignNotifier(_, installed) = &mut src.source_type {
                     *installed = false;
                 }
@@ -1256,14 +1283,35 @@ impl UringCommon for SleepableRing {
 /// of being cancelled and armed again. Only while running (`preempt` is the preempt
 /// timer armed from `now`), and only when it fires no later than that timer would:
 /// it then preempts a little early, never late. Before sleeping (`preempt` is `None`)
-/// glommio's own path runs unchanged: the timer is removed and the next user timer is
-/// armed. (Keeping a timer across a sleep as well lost wake-ups: one round trip in ten
-/// of `tests/cross_core_wakeup.rs` waited for its 2 s timeout.) The caller also
-/// checks that the timer has not fired yet.
+/// [`keep_latency_timer_asleep`] decides instead. The caller also checks that the
+/// timer has not fired yet.
 fn keep_latency_timer(now: Instant, preempt: Option<Duration>, deadline: Option<Instant>) -> bool {
     match (preempt, deadline) {
         (Some(d), Some(deadline)) => deadline <= now + d,
         _ => false,
+    }
+}
+
+/// shardlog patch: whether the armed latency-ring timer (firing at `deadline`) can stay
+/// armed for a sleep, instead of being cancelled and the next user timer (`user_timer`
+/// from `now`, `None` when there is none) armed in its place. Kept when it fires no
+/// later than the user timer: the sleep then ends early, never late. Not kept when the
+/// previous sleep ended with this ring's timer firing (`timer_ended_last_sleep`), so an
+/// idle executor wakes at most once for a preempt timer it kept and then sleeps until
+/// its user timer. Under load this removes the cancellation and re-arming of the
+/// timer on each side of every sleep (each an `io_uring_enter` on the latency ring,
+/// and a latency-ring completion that also fired the link between the rings).
+fn keep_latency_timer_asleep(
+    now: Instant,
+    user_timer: Option<Duration>,
+    deadline: Option<Instant>,
+    timer_ended_last_sleep: bool,
+) -> bool {
+    match (deadline, user_timer) {
+        _ if timer_ended_last_sleep => false,
+        (Some(deadline), Some(user)) => deadline <= now + user,
+        (Some(_), None) => true,
+        (None, _) => false,
     }
 }
 
@@ -1296,6 +1344,12 @@ pub(crate) struct Reactor {
     throughput_preemption_timeout_src: Cell<Option<Source>>,
     /// shardlog patch: the main ring's `cq_posted` when the throughput timer was armed.
     throughput_preemption_armed_at: Cell<u32>,
+    /// shardlog patch: whether the last sleep ended with the latency-ring timer fired
+    /// (see `keep_latency_timer_asleep`).
+    latency_timer_ended_sleep: Cell<bool>,
+    /// shardlog patch: the link between the rings (`link_rings_and_sleep`) while it is
+    /// armed in the main ring.
+    link_rings_src: Cell<Option<Source>>,
 
     link_fd: RawFd,
 
@@ -1429,6 +1483,8 @@ impl Reactor {
             latency_preemption_deadline: Cell::new(None),
             throughput_preemption_timeout_src: Cell::new(None),
             throughput_preemption_armed_at: Cell::new(0),
+            link_rings_src: Cell::new(None),
+            latency_timer_ended_sleep: Cell::new(false),
             blocking_thread,
             link_fd,
             notifier,
@@ -1834,7 +1890,21 @@ impl Reactor {
     ///
     /// We may not be able to register an `SQE` at this point, so we return an
     /// Error and will just not sleep.
+    /// shardlog patch: the link (a `POLL_ADD` on the latency ring's fd, submitted to
+    /// the main ring) stays armed after a sleep that something else ended, and the next
+    /// sleep waits on it instead of submitting another: glommio 0.9.0 dropped it after
+    /// every sleep, so each park was a `POLL_ADD` (its own `io_uring_enter`) and, on
+    /// waking, an `ASYNC_CANCEL`. A link that completed (the latency ring had a
+    /// completion, while asleep or while running) is replaced; one whose `POLL_ADD`
+    /// could not be submitted is not kept.
     fn link_rings_and_sleep(&self, ring: &mut SleepableRing) -> io::Result<()> {
+        if let Some(armed) = self.link_rings_src.take() {
+            if armed.result().is_none() {
+                let slept = ring.sleep_armed();
+                self.link_rings_src.set(Some(armed));
+                return slept.map(|_| {});
+            }
+        }
         let link_rings = Source::new(
             IoRequirements::default(),
             self.link_fd,
@@ -1842,7 +1912,10 @@ impl Reactor {
             None,
             None,
         );
-        ring.sleep(&link_rings).or_else(Self::busy_ok).map(|_| {})
+        if ring.sleep(&link_rings).or_else(Self::busy_ok)? {
+            self.link_rings_src.set(Some(link_rings));
+        }
+        Ok(())
     }
 
     pub(crate) fn poll_io(&self, woke: &mut usize) -> io::Result<()> {
@@ -1936,9 +2009,16 @@ impl Reactor {
         // two `io_uring_enter` per loop. See `keep_latency_timer`.
         let now = Instant::now();
         let preempt = preempt_timer();
-        let keep_latency_timer =
-            keep_latency_timer(now, preempt, self.latency_preemption_deadline.get())
-                && Self::timer_pending(&self.latency_preemption_timeout_src);
+        let deadline = self.latency_preemption_deadline.get();
+        let keep_latency_timer = match preempt {
+            Some(_) => keep_latency_timer(now, preempt, deadline),
+            None => keep_latency_timer_asleep(
+                now,
+                user_timer,
+                deadline,
+                self.latency_timer_ended_sleep.replace(false),
+            ),
+        } && Self::timer_pending(&self.latency_preemption_timeout_src);
         if !keep_latency_timer {
             drop(self.latency_preemption_timeout_src.take());
             self.latency_preemption_deadline.set(None);
@@ -2031,6 +2111,9 @@ impl Reactor {
                     flush_cancellations!(into &mut 0; lat_ring, poll_ring, main_ring);
                     flush_rings!(lat_ring, poll_ring, main_ring)?;
                     consume_rings!(into &mut 0; lat_ring, poll_ring, main_ring);
+                    // shardlog patch: see `keep_latency_timer_asleep`.
+                    self.latency_timer_ended_sleep
+                        .set(Self::timer_fired(&self.latency_preemption_timeout_src));
                 }
                 // Woke up, so no need to notify us anymore.
                 self.notifier.wake_up();
@@ -2059,6 +2142,14 @@ impl Reactor {
         // need_preempt() should be false at this point. As soon as the next event
         // in the preempt ring completes, though, then it will be true.
         Ok(should_sleep)
+    }
+
+    /// shardlog patch: true when `timer` holds a timeout source that has completed.
+    fn timer_fired(timer: &Cell<Option<Source>>) -> bool {
+        let src = timer.take();
+        let fired = src.as_ref().is_some_and(|s| s.result().is_some());
+        timer.set(src);
+        fired
     }
 
     /// shardlog patch: true when `timer` holds a timeout source that has not
@@ -2240,10 +2331,28 @@ mod tests {
         // ... one firing later (a 10 s user timer armed before a sleep) is replaced.
         assert!(!keep_latency_timer(now, Some(ms(100)), Some(now + ms(101))));
         assert!(!keep_latency_timer(now, Some(ms(100)), Some(now + ms(10_000))));
-        // Going to sleep: never kept.
+        // Going to sleep: decided by keep_latency_timer_asleep.
         assert!(!keep_latency_timer(now, None, Some(now + ms(1))));
         // Nothing armed.
         assert!(!keep_latency_timer(now, Some(ms(100)), None));
+    }
+
+    #[test]
+    fn latency_timer_kept_asleep_only_if_it_fires_no_later_than_the_user_timer() {
+        let now = Instant::now();
+        let ms = Duration::from_millis;
+        // A preempt timer 40 ms away, a user timer 1 s away: kept (wakes early).
+        assert!(keep_latency_timer_asleep(now, Some(ms(1_000)), Some(now + ms(40)), false));
+        assert!(keep_latency_timer_asleep(now, Some(ms(40)), Some(now + ms(40)), false));
+        // One that would fire after the user timer is replaced by it.
+        assert!(!keep_latency_timer_asleep(now, Some(ms(39)), Some(now + ms(40)), false));
+        // No user timer: kept (one early wake at most).
+        assert!(keep_latency_timer_asleep(now, None, Some(now + ms(40)), false));
+        // The last sleep ended with the timer firing: replaced, whatever it is.
+        assert!(!keep_latency_timer_asleep(now, Some(ms(1_000)), Some(now + ms(40)), true));
+        assert!(!keep_latency_timer_asleep(now, None, Some(now + ms(40)), true));
+        // Nothing armed.
+        assert!(!keep_latency_timer_asleep(now, Some(ms(1_000)), None, false));
     }
 
     #[test]
