@@ -1110,14 +1110,14 @@ impl SleepableRing {
         );
         if let Some(mut sqe) = self.ring.sq().prepare_sqe() {
             let sqe_ptr = unsafe { sqe.raw_mut() as *mut _ };
+            let id = self
+                .source_map
+                .borrow_mut()
+                .add_source(link, self.submission_queue.clone());
             let op = UringDescriptor {
                 fd: link.raw(),
                 flags: SubmissionFlags::empty(),
-                user_data: to_user_data(
-                    self.source_map
-                        .borrow_mut()
-                        .add_source(link, self.submission_queue.clone()),
-                ),
+                user_data: to_user_data(id),
                 args: UringOpDescriptor::PollAdd(common_flags() | read_flags()),
             };
             fill_sqe(
@@ -1142,6 +1142,9 @@ impl SleepableRing {
                 // needed.
                 // We make the SQE a no-op and return
                 unsafe { crate::uring_sys::io_uring_prep_nop(sqe_ptr) };
+                // shardlog patch: the no-op carries user data 0, so its completion
+                // frees no source: free the link's slot here (glommio 0.9.0 leaked it).
+                self.source_map.borrow_mut().consume_source(id);
                 Err(io::Error::from_raw_os_error(libc::EBUSY))
             } else {
                 // The rings are linked. Goodnight!
@@ -1892,11 +1895,12 @@ impl Reactor {
     /// Error and will just not sleep.
     /// shardlog patch: the link (a `POLL_ADD` on the latency ring's fd, submitted to
     /// the main ring) stays armed after a sleep that something else ended, and the next
-    /// sleep waits on it instead of submitting another: glommio 0.9.0 dropped it after
-    /// every sleep, so each park was a `POLL_ADD` (its own `io_uring_enter`) and, on
-    /// waking, an `ASYNC_CANCEL`. A link that completed (the latency ring had a
-    /// completion, while asleep or while running) is replaced; one whose `POLL_ADD`
-    /// could not be submitted is not kept.
+    /// sleep waits on it instead of submitting another: glommio 0.9.0 submitted one for
+    /// every sleep (its own `io_uring_enter`) and dropped its `Source` on waking,
+    /// leaving the `POLL_ADD` armed in the kernel, so that links piled up until the
+    /// next latency-ring completion ended them all. A link that completed (the latency
+    /// ring had a completion, while asleep or while running) is replaced; one whose
+    /// `POLL_ADD` could not be submitted is not kept.
     fn link_rings_and_sleep(&self, ring: &mut SleepableRing) -> io::Result<()> {
         if let Some(armed) = self.link_rings_src.take() {
             if armed.result().is_none() {
