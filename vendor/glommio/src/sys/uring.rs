@@ -1083,7 +1083,7 @@ impl SleepableRing {
     /// shardlog patch: sleep until this ring has a completion, with the link to the
     /// latency ring (`link`'s `POLL_ADD`) still armed from an earlier [`Self::sleep`]:
     /// no submission, one `io_uring_enter` (none when a completion is already there).
-    fn sleep_armed(&mut self) -> io::Result<usize> {
+    fn sleep_armed(&mut self) -> io::Result<()> {
         assert_eq!(
             self.waiting_kernel_submission(),
             0,
@@ -1092,7 +1092,6 @@ impl SleepableRing {
         self.ring
             .cq()
             .wait(1)
-            .map(|_| 1)
             .or_else(Reactor::busy_ok)
             .or_else(Reactor::again_ok)
             .or_else(Reactor::intr_ok)
@@ -1148,12 +1147,7 @@ impl SleepableRing {
                 Err(io::Error::from_raw_os_error(libc::EBUSY))
             } else {
                 // The rings are linked. Goodnight!
-                self.ring
-                    .cq()
-                    .wait(1)
-                    .or_else(Reactor::busy_ok)
-                    .or_else(Reactor::again_ok)
-                    .or_else(Reactor::intr_ok)?;
+                self.sleep_armed()?;
                 Ok(true)
             }
         } else {
@@ -1310,12 +1304,12 @@ fn keep_latency_timer_asleep(
     deadline: Option<Instant>,
     timer_ended_last_sleep: bool,
 ) -> bool {
-    match (deadline, user_timer) {
-        _ if timer_ended_last_sleep => false,
-        (Some(deadline), Some(user)) => deadline <= now + user,
-        (Some(_), None) => true,
-        (None, _) => false,
-    }
+    !timer_ended_last_sleep
+        && match (deadline, user_timer) {
+            (Some(deadline), Some(user)) => deadline <= now + user,
+            (Some(_), None) => true,
+            (None, _) => false,
+        }
 }
 
 /// shardlog patch: whether the armed throughput timer (a main-ring timeout that fires
@@ -1893,6 +1887,7 @@ impl Reactor {
     ///
     /// We may not be able to register an `SQE` at this point, so we return an
     /// Error and will just not sleep.
+    ///
     /// shardlog patch: the link (a `POLL_ADD` on the latency ring's fd, submitted to
     /// the main ring) stays armed after a sleep that something else ended, and the next
     /// sleep waits on it instead of submitting another: glommio 0.9.0 submitted one for
@@ -1902,12 +1897,8 @@ impl Reactor {
     /// ring had a completion, while asleep or while running) is replaced; one whose
     /// `POLL_ADD` could not be submitted is not kept.
     fn link_rings_and_sleep(&self, ring: &mut SleepableRing) -> io::Result<()> {
-        if let Some(armed) = self.link_rings_src.take() {
-            if armed.result().is_none() {
-                let slept = ring.sleep_armed();
-                self.link_rings_src.set(Some(armed));
-                return slept.map(|_| {});
-            }
+        if Self::completed(&self.link_rings_src) == Some(false) {
+            return ring.sleep_armed();
         }
         let link_rings = Source::new(
             IoRequirements::default(),
@@ -2116,8 +2107,9 @@ impl Reactor {
                     flush_rings!(lat_ring, poll_ring, main_ring)?;
                     consume_rings!(into &mut 0; lat_ring, poll_ring, main_ring);
                     // shardlog patch: see `keep_latency_timer_asleep`.
-                    self.latency_timer_ended_sleep
-                        .set(Self::timer_fired(&self.latency_preemption_timeout_src));
+                    self.latency_timer_ended_sleep.set(
+                        Self::completed(&self.latency_preemption_timeout_src) == Some(true),
+                    );
                 }
                 // Woke up, so no need to notify us anymore.
                 self.notifier.wake_up();
@@ -2148,21 +2140,19 @@ impl Reactor {
         Ok(should_sleep)
     }
 
-    /// shardlog patch: true when `timer` holds a timeout source that has completed.
-    fn timer_fired(timer: &Cell<Option<Source>>) -> bool {
-        let src = timer.take();
-        let fired = src.as_ref().is_some_and(|s| s.result().is_some());
-        timer.set(src);
-        fired
+    /// shardlog patch: whether the source `held` holds (a timer, the link between the
+    /// rings) has completed; `None` when it holds none.
+    fn completed(held: &Cell<Option<Source>>) -> Option<bool> {
+        let src = held.take();
+        let completed = src.as_ref().map(|s| s.result().is_some());
+        held.set(src);
+        completed
     }
 
     /// shardlog patch: true when `timer` holds a timeout source that has not
     /// completed (not fired, not cancelled).
     fn timer_pending(timer: &Cell<Option<Source>>) -> bool {
-        let src = timer.take();
-        let pending = src.as_ref().is_some_and(|s| s.result().is_none());
-        timer.set(src);
-        pending
+        Self::completed(timer) == Some(false)
     }
 
     pub(crate) fn flush_syscall_thread(&self) -> usize {
