@@ -295,6 +295,21 @@ def targets_lines(tg: list) -> list[str]:
     return L
 
 
+def send_floor_lines(tg: list, limits: dict) -> list[str]:
+    """Where a consume row's CPU goal lies below what the kernel charges any sender on this
+    loopback: for each consume workload's broker CPU-per-GB target with a Kafka figure, the
+    ratio a broker would reach if it did nothing but `send` the bytes (the machine limit
+    `loopback_send_cpu_per_gb` over Kafka's figure). Empty when the limit was not measured."""
+    floor = limits.get("loopback_send_cpu_per_gb")
+    rows = [t for t in tg if t["name"].startswith("broker CPU-s per GB, consume") and t["kafka"]]
+    if not floor or not rows:
+        return []
+    parts = [f"{t['name'].removeprefix('broker CPU-s per GB, ')} {floor / t['kafka']:.2f}×" for t in rows]
+    return [f"**The send floor under the consume CPU rows:** a bare sender pays {floor:.3f} CPU-s per GB to hand "
+            "bytes to a local reader over loopback (*Machine and limits*), so a broker that did nothing else "
+            f"would stand at: {'; '.join(parts)} of Kafka. A goal below that is out of reach over loopback.", ""]
+
+
 def write_report(bench: Bench, out_dir: Path, full: bool) -> Path:
     opts = bench.opts
     commit, dirty = git_commit()
@@ -328,6 +343,7 @@ def write_report(bench: Bench, out_dir: Path, full: bool) -> Path:
     short = [t for t in tg if t["met"] is False]
     if any(w not in LIMIT_WORKLOADS for w in opts.workloads):
         L.extend(targets_lines(tg))
+        L.extend(send_floor_lines(tg, bench.limits))
     else:
         L.append("Only the limits workloads ran (issue 11, see *Workloads*); the throughput and latency targets "
                  "of the default run are not measured here.")
@@ -353,7 +369,14 @@ def write_report(bench: Bench, out_dir: Path, full: bool) -> Path:
     L.append(f"- `nproc` {mach['nproc']}, CPU {mach['cpu']}, kernel {mach['kernel']}, memory {mach['mem_gib']}")
     L.append(f"- data disk (both brokers' data dirs under `perf/cache/run/`): {mach['disk']}")
     if "loopback_mibps" in bench.limits:
-        L.append(f"- loopback TCP bandwidth (one stream, plain socket copy): **{bench.limits['loopback_mibps']:.0f} MiB/s**")
+        L.append(f"- loopback TCP bandwidth (one stream, plain socket copy): **{bench.limits['loopback_mibps']:.0f} MiB/s**"
+                 + (f"; the sending thread's CPU: **{bench.limits['loopback_send_cpu_per_gb']:.3f} CPU-s per GB** "
+                    "(`send` of 4 MiB from memory, as shardlog sends a fetch response)"
+                    if "loopback_send_cpu_per_gb" in bench.limits else ""))
+    if "loopback_sendfile_mibps" in bench.limits:
+        L.append(f"- loopback `sendfile` of a file in the page cache (as Kafka sends a fetch response): "
+                 f"**{bench.limits['loopback_sendfile_mibps']:.0f} MiB/s**; the sending thread's CPU: "
+                 f"**{bench.limits['loopback_sendfile_cpu_per_gb']:.3f} CPU-s per GB**")
     if "odirect_mibps" in bench.limits:
         L.append(f"- O_DIRECT sequential write of the data disk (`dd oflag=direct bs=1M`): "
                  f"**{bench.limits['odirect_mibps']:.0f} MiB/s**")

@@ -22,7 +22,8 @@ Per broker and workload: MiB/s, records/s, latency percentiles, broker CPU secon
 (utime+stime from /proc/<pid>/stat), CPU seconds per GB moved, peak RSS (VmHWM, reset
 before each step through /proc/<pid>/clear_refs).
 
-Also here: the machine limits measured before the brokers (loopback TCP, O_DIRECT write)
+Also here: the machine limits measured before the brokers (loopback TCP with `send` and with
+`sendfile`, and the sender's CPU per GB for each; O_DIRECT write)
 and the `perf record` profile of shardlog taken when it misses a target.
 """
 
@@ -37,6 +38,7 @@ import socket
 import subprocess
 import threading
 import time
+from pathlib import Path
 from typing import Optional
 
 from . import kproto
@@ -501,9 +503,19 @@ class Bench(LimitsMixin):
     def measure_limits(self):
         size = (256 if self.opts.quick else 1024) * MIB
         with Ticker("limits | loopback TCP copy"):
-            self.limits["loopback_mibps"] = loopback_bandwidth(size)
-        say(f"    -> loopback TCP: {self.limits['loopback_mibps']:.0f} MiB/s ({size // MIB} MiB, 1 stream)")
+            self.limits["loopback_mibps"], self.limits["loopback_send_cpu_per_gb"] = loopback_send(size)
+        say(f"    -> loopback TCP: {self.limits['loopback_mibps']:.0f} MiB/s ({size // MIB} MiB, 1 stream), "
+            f"sender {self.limits['loopback_send_cpu_per_gb']:.3f} CPU-s/GB")
         RUN.mkdir(parents=True, exist_ok=True)
+        f = page_cache_file(RUN / "sendfile.tmp", 256 * MIB)
+        try:
+            with Ticker("limits | loopback sendfile"):
+                (self.limits["loopback_sendfile_mibps"],
+                 self.limits["loopback_sendfile_cpu_per_gb"]) = loopback_send(size, source=f)
+        finally:
+            f.unlink(missing_ok=True)
+        say(f"    -> loopback sendfile from the page cache: {self.limits['loopback_sendfile_mibps']:.0f} MiB/s, "
+            f"sender {self.limits['loopback_sendfile_cpu_per_gb']:.3f} CPU-s/GB")
         f = RUN / "dd-odirect.tmp"
         cmd = ["dd", "if=/dev/zero", f"of={f}", "bs=1M", f"count={size // MIB}", "oflag=direct", "conv=fsync"]
         self.commands.append(("limits: O_DIRECT write bandwidth of the data disk", rel(shlex.join(cmd))))
@@ -640,7 +652,15 @@ class Bench(LimitsMixin):
 
 
 
-def loopback_bandwidth(total: int) -> float:
+def loopback_send(total: int, source: Optional[Path] = None) -> tuple[float, float]:
+    """One TCP stream over loopback carrying `total` bytes to a thread that reads them into a
+    4 MiB buffer: (MiB/s, the sending thread's CPU seconds per GB sent). The sender writes
+    4 MiB at a time with `send` from one buffer in memory, what shardlog does with a fetch
+    response, or, given `source` (a file of at least 256 MiB in the page cache), with
+    `sendfile` from it, what Kafka does. On loopback the sender's system call also runs the
+    receiving side's TCP (softirq in the sender's context), so its CPU is the least any
+    broker pays to hand a GB to a local consumer that way: the floor under the consume
+    rows' broker CPU per GB."""
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
     srv.listen(1)
@@ -662,14 +682,32 @@ def loopback_bandwidth(total: int) -> float:
     t.start()
     chunk = b"\0" * (4 * MIB)
     s = socket.create_connection(("127.0.0.1", port))
-    start = time.monotonic()
+    fd = os.open(source, os.O_RDONLY) if source is not None else None
+    span = os.fstat(fd).st_size // (4 * MIB) * (4 * MIB) if fd is not None else 0
+    start, cpu0 = time.monotonic(), time.thread_time()
     sent = 0
     while sent < total:
-        s.sendall(chunk)
-        sent += len(chunk)
+        if fd is None:
+            s.sendall(chunk)
+            sent += len(chunk)
+        else:
+            sent += os.sendfile(s.fileno(), fd, sent % span, min(4 * MIB, total - sent))
+    cpu = time.thread_time() - cpu0
     s.shutdown(socket.SHUT_WR)
     t.join()
     el = time.monotonic() - start
     s.close()
     srv.close()
-    return got[0] / MIB / el
+    if fd is not None:
+        os.close(fd)
+    return got[0] / MIB / el, cpu / (sent / 1e9)
+
+
+def page_cache_file(path: Path, size: int) -> Path:
+    """A file of `size` bytes written through the page cache (so it stays there, as a topic
+    Kafka just wrote does) for `loopback_send`'s `sendfile` case."""
+    chunk = b"\1" * (4 * MIB)
+    with open(path, "wb") as f:
+        for _ in range(size // len(chunk)):
+            f.write(chunk)
+    return path
