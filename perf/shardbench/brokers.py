@@ -186,7 +186,8 @@ class Shardlog(Broker):
         self.pick_ssl_port()
         ssl = shardlog_args(self.bootstrap, self.ssl_port, self.opts.certs) if self.ssl_port else []
         self.start_cmd = [*self.taskset(), str(self.opts.shardlog_bin), "--listen", self.bootstrap,
-                          "--data-dir", str(self.dir / "data"), "--cores", str(self.opts.cores),
+                          "--data-dir", str(self.dir / "data"),
+                          "--cores", str(getattr(self.opts, "shardlog_cores", self.opts.cores)),
                           "--flush", self.opts.flush, "--metrics-listen", f"127.0.0.1:{self.metrics_port}",
                           *ssl, *getattr(self.opts, "shardlog_arg", [])]
 

@@ -44,6 +44,9 @@ def main(argv=None):
     ap.add_argument("--broker", action="append", choices=BROKERS, help="run only this broker (repeatable)")
     ap.add_argument("--cores", type=int, default=os.cpu_count(), help="shardlog --cores and size of the CPU set "
                                                                       "both brokers are pinned to (default: nproc)")
+    ap.add_argument("--shardlog-cores", type=int,
+                    help="shardlog --cores alone (default: --cores): fewer shards than the CPU set both brokers "
+                         "are pinned to, e.g. 1 on a 2-core machine, leaves the other core to the clients")
     ap.add_argument("--flush", default="interval", choices=["always", "interval", "never"],
                     help="shardlog --flush (default interval; Kafka's default never fsyncs per write either)")
     ap.add_argument("--rate", type=int, help="produce-rate offered load in records/s "
@@ -85,6 +88,7 @@ def main(argv=None):
     ncpu = os.cpu_count() or 1
     opts.cores = max(1, min(opts.cores, ncpu))
     opts.cpuset = f"0-{opts.cores - 1}" if opts.cores > 1 else "0"
+    opts.shardlog_cores = max(1, min(opts.shardlog_cores or opts.cores, opts.cores))
     full = not opts.quick and not opts.workload and not opts.broker and not opts.limits
     opts.limits_run = opts.limits and not opts.quick and not opts.workload and not opts.broker
     out_dir = opts.out or (ROOT / "perf" / "results" if full or opts.limits_run else CACHE / "results")

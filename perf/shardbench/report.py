@@ -386,7 +386,7 @@ def write_report(bench: Bench, out_dir: Path, full: bool) -> Path:
         L.append("- 1-minute load average (other work on this shared machine shows up here): " + ", ".join(
             f"{k} {v:.2f}" for k, v in bench.loadavg.items()))
     extra = "".join(f" {a}" for a in getattr(opts, "shardlog_arg", []))
-    L.append(f"- brokers pinned with `taskset -c {opts.cpuset}`; shardlog `--cores {opts.cores} --flush {opts.flush}{extra}`; "
+    L.append(f"- brokers pinned with `taskset -c {opts.cpuset}`; shardlog `--cores {getattr(opts, 'shardlog_cores', opts.cores)} --flush {opts.flush}{extra}`; "
              "Kafka JVM `-Xmx1G -Xms1G` with the G1 options of `kafka-server-start.sh`. Clients are not pinned: on a "
              "small machine they compete with the broker for CPU, so compare ratios and CPU-s/GB, not absolutes.")
     L.append("")
