@@ -661,6 +661,11 @@ def loopback_send(total: int, source: Optional[Path] = None) -> tuple[float, flo
     receiving side's TCP (softirq in the sender's context), so its CPU is the least any
     broker pays to hand a GB to a local consumer that way: the floor under the consume
     rows' broker CPU per GB."""
+    span = 0
+    if source is not None:
+        span = source.stat().st_size // (4 * MIB) * (4 * MIB)
+        if span == 0:
+            raise ValueError(f"{source}: sendfile needs a file of at least 4 MiB")
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
     srv.listen(1)
@@ -669,37 +674,34 @@ def loopback_send(total: int, source: Optional[Path] = None) -> tuple[float, flo
 
     def sink():
         c, _ = srv.accept()
-        buf = bytearray(4 * MIB)
-        view = memoryview(buf)
-        while True:
-            n = c.recv_into(view)
-            if not n:
-                break
-            got[0] += n
-        c.close()
+        with c:
+            view = memoryview(bytearray(4 * MIB))
+            while n := c.recv_into(view):
+                got[0] += n
 
-    t = threading.Thread(target=sink)
+    t = threading.Thread(target=sink, daemon=True)
     t.start()
     chunk = b"\0" * (4 * MIB)
-    s = socket.create_connection(("127.0.0.1", port))
     fd = os.open(source, os.O_RDONLY) if source is not None else None
-    span = os.fstat(fd).st_size // (4 * MIB) * (4 * MIB) if fd is not None else 0
-    start, cpu0 = time.monotonic(), time.thread_time()
-    sent = 0
-    while sent < total:
-        if fd is None:
-            s.sendall(chunk)
-            sent += len(chunk)
-        else:
-            sent += os.sendfile(s.fileno(), fd, sent % span, min(4 * MIB, total - sent))
-    cpu = time.thread_time() - cpu0
-    s.shutdown(socket.SHUT_WR)
-    t.join()
-    el = time.monotonic() - start
-    s.close()
-    srv.close()
-    if fd is not None:
-        os.close(fd)
+    try:
+        with socket.create_connection(("127.0.0.1", port)) as s:
+            start, cpu0 = time.monotonic(), time.thread_time()
+            sent = 0
+            while sent < total:
+                if fd is None:
+                    s.sendall(chunk)
+                    sent += len(chunk)
+                else:
+                    # `sent % span` stays below the file's end, so a call never returns 0
+                    sent += os.sendfile(s.fileno(), fd, sent % span, min(4 * MIB, total - sent))
+            cpu = time.thread_time() - cpu0
+            s.shutdown(socket.SHUT_WR)
+            t.join()
+            el = time.monotonic() - start
+    finally:
+        srv.close()
+        if fd is not None:
+            os.close(fd)
     return got[0] / MIB / el, cpu / (sent / 1e9)
 
 
