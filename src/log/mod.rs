@@ -277,8 +277,10 @@ pub struct PartitionLog {
     /// The cleaner's checkpoint as last read or written; None until the cleaner first
     /// looks at the log (`cleaner.rs`).
     cleaner_checkpoint: Cell<Option<cleaner::Checkpoint>>,
-    /// Callers of [`PartitionLog::roll_active`] waiting for the writer task to roll.
-    roll_waiters: RefCell<Vec<futures_channel::oneshot::Sender<()>>>,
+    /// Callers of [`PartitionLog::roll_active`] (no offset) and
+    /// [`PartitionLog::roll_active_at`] (the log end offset they decided at) waiting for
+    /// the writer task to roll.
+    roll_waiters: RefCell<Vec<(Option<i64>, futures_channel::oneshot::Sender<()>)>>,
     /// Set when a write failed; the log then refuses appends.
     failed: RefCell<Option<(io::ErrorKind, String)>>,
     /// Resolves (cancelled) once the writer task has ended: a failed log is closed only
@@ -940,11 +942,14 @@ impl PartitionLog {
         }
         let waiters = self.roll_waiters.take();
         if !waiters.is_empty() && !self.closed.get() {
-            if let Err(e) = self.roll_idle().await {
-                self.fail(&e);
-                return true;
+            let leo = self.state.borrow().leo;
+            if waiters.iter().any(|(at, _)| at.is_none_or(|at| at == leo)) {
+                if let Err(e) = self.roll_idle().await {
+                    self.fail(&e);
+                    return true;
+                }
             }
-            for w in waiters {
+            for (_, w) in waiters {
                 let _ = w.send(());
             }
         }
@@ -976,11 +981,25 @@ impl PartitionLog {
     /// after it has written everything pending. Errors: the log is closed or failed, or
     /// the roll failed.
     pub async fn roll_active(&self) -> io::Result<()> {
+        self.roll_when(None).await
+    }
+
+    /// [`PartitionLog::roll_active`], but only if the log end offset is still `leo` when
+    /// the writer task gets to it: a batch appended after the caller decided (retention,
+    /// on the segment's written timestamps) stays in the active segment, which is then
+    /// not rolled. Errors: as `roll_active`.
+    pub async fn roll_active_at(&self, leo: i64) -> io::Result<()> {
+        self.roll_when(Some(leo)).await
+    }
+
+    /// Asks the writer task to roll (if the log end offset is `at`, when given) and
+    /// waits for it.
+    async fn roll_when(&self, at: Option<i64>) -> io::Result<()> {
         if let Some(e) = self.io_error() {
             return Err(e);
         }
         let (tx, rx) = futures_channel::oneshot::channel();
-        self.roll_waiters.borrow_mut().push(tx);
+        self.roll_waiters.borrow_mut().push((at, tx));
         self.writer_wake.notify();
         if rx.await.is_err() {
             return Err(self.io_error().unwrap_or_else(|| io::Error::other("roll not done")));

@@ -67,8 +67,13 @@ impl PartitionLog {
             return Ok(Deleted { log_start_offset: self.log_start.get(), ..Deleted::default() });
         }
         let (n, all) = self.expired_segments(policy, now_ms);
-        if all {
-            self.roll_active().await?;
+        // The active segment is judged by what is written (its max timestamp): with a
+        // batch appended but not yet written (high watermark below the log end offset),
+        // or appended before the writer rolls (`roll_active_at`), it may hold new
+        // records, so it stays. Kafka decides and rolls under the log's lock.
+        let leo = self.log_end_offset();
+        if all && self.high_watermark() == leo {
+            self.roll_active_at(leo).await?;
             if self.closed.get() || self.write_failed() {
                 return Ok(Deleted {
                     log_start_offset: self.log_start.get(),

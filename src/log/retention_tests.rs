@@ -206,3 +206,44 @@ fn a_deleted_segment_is_closed_after_its_last_reader_and_off_the_shard() {
         log.close().await.unwrap();
     });
 }
+
+/// The race a real client hit (the Python retention test, one run in many): a pass
+/// decided that the whole log, the active segment included, was past retention, and a
+/// fresh record was appended before the writer task rolled; the roll then sealed the
+/// fresh record's segment for nothing and left an extra segment.
+#[test]
+fn a_record_appended_after_the_pass_decided_keeps_the_active_segment_unrolled() {
+    run(|dir| async move {
+        let log = twelve(&dir).await;
+        // At 100,000 with 0 ms retention every written record is past it: the pass
+        // decides to roll the active segment (offsets 9-11) and delete all four.
+        let policy = RetentionPolicy { retention_ms: 0, ..KEEP };
+        let mut pass = Box::pin(log.enforce_retention(&policy, 100_000));
+        assert!(futures_lite::future::poll_once(&mut pass).await.is_none(), "waits for the roll");
+        // A record of this instant arrives before the writer task rolls.
+        assert_eq!(log.append(batch(1, 10, 100_000), 0).await.unwrap().base_offset, 12);
+        let d = pass.await.unwrap();
+        assert_eq!((d.segments, d.log_start_offset), (3, 9));
+        assert_eq!(files(&dir), ["00000000000000000009.log"]);
+        assert_eq!(log.high_watermark(), 13);
+        assert_eq!(headers_base(&log.read(9, 1 << 20).await.unwrap()), 9);
+        log.close().await.unwrap();
+    });
+}
+
+#[test]
+fn a_pass_leaves_the_active_segment_while_an_append_is_unwritten() {
+    run(|dir| async move {
+        let log = twelve(&dir).await;
+        let policy = RetentionPolicy { retention_ms: 0, ..KEEP };
+        // Appended (offset 12 assigned on the first poll) but not yet written.
+        let mut append = Box::pin(log.append(batch(1, 10, 1_000), 0));
+        assert!(futures_lite::future::poll_once(&mut append).await.is_none());
+        assert_eq!((log.log_end_offset(), log.high_watermark()), (13, 12));
+        let d = log.enforce_retention(&policy, 100_000).await.unwrap();
+        assert_eq!((d.segments, d.log_start_offset), (3, 9));
+        assert_eq!(append.await.unwrap().base_offset, 12);
+        assert_eq!(files(&dir), ["00000000000000000009.log"]);
+        log.close().await.unwrap();
+    });
+}

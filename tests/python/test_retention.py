@@ -77,19 +77,25 @@ def test_retention_ms_deletes_old_segments_and_the_start_survives_a_restart(brok
     offsets = produce_one_batch_each(broker.bootstrap, topic, [now - 3_600_000] * 35 + [now] * 5)
     assert offsets == list(range(40))
 
-    wait_until(lambda: confluent_watermarks(broker.bootstrap, topic, [0])[0] == (30, 40), 15,
-               what="log start offset 30 after retention")
-    assert consume(broker.bootstrap, topic, -2, 10) == list(range(30, 40))
+    # Normally the log starts at 30. Between the flushes of records 34 and 35 the active
+    # segment holds only old records; a pass that runs then rolls it and deletes it too,
+    # as Kafka does, and the log starts at 35. Either way exactly one segment is left: a
+    # pass that decided while record 35 was on its way must not roll the segment that
+    # record lands in (it did once: segments 30 and 36 were left).
+    wait_until(lambda: confluent_watermarks(broker.bootstrap, topic, [0])[0] in ((30, 40), (35, 40)), 15,
+               what="log start offset 30 (or 35) after retention")
+    start = confluent_watermarks(broker.bootstrap, topic, [0])[0][0]
+    assert consume(broker.bootstrap, topic, -2, 40 - start) == list(range(start, 40))
     # An offset below the log start is out of range, as in Kafka.
     from confluent_kafka import KafkaError
-    [err] = consume(broker.bootstrap, topic, 29, 1)
+    [err] = consume(broker.bootstrap, topic, start - 1, 1)
     assert err.code() == KafkaError._AUTO_OFFSET_RESET, err
     assert "Offset out of range" in err.str() or "OFFSET_OUT_OF_RANGE" in err.str(), err.str()
 
     broker.restart()
-    assert confluent_watermarks(broker.bootstrap, topic, [0])[0] == (30, 40)
+    assert confluent_watermarks(broker.bootstrap, topic, [0])[0] == (start, 40)
     files = sorted(f.name for f in (broker.data_dir / f"{topic}-0").iterdir() if f.suffix == ".log")
-    assert files == ["00000000000000000030.log"]
+    assert files == [f"{start:020d}.log"]
 
 
 def test_retention_bytes_keeps_the_newest_segments_that_fit(broker_factory):
