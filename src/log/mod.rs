@@ -49,6 +49,8 @@ pub mod zero_fill;
 #[cfg(test)]
 mod cleaner_tests;
 #[cfg(test)]
+mod recovery_tests;
+#[cfg(test)]
 mod retention_tests;
 #[cfg(test)]
 mod start_offset_tests;

@@ -1,10 +1,17 @@
 //! Start-up recovery of one partition's directory (runs on the owning shard, inside
 //! [`super::PartitionLog::open`]): lists segments, trusts inactive segments whose index
 //! files are valid (otherwise rescans them, truncating a torn tail and rebuilding the
-//! indexes), scans the whole active segment verifying length and CRC of every batch,
-//! truncates a torn or corrupt tail, rebuilds the producer state from the last snapshot
-//! plus the batches after it, and loads the aborted-transaction index files, adding the
+//! indexes), scans the active segment from its last offset index entry (the whole
+//! segment when it has no valid index files, or when the part after that entry is torn
+//! or corrupt) verifying length and CRC of every batch, truncates a torn or corrupt tail,
+//! rebuilds the producer state from the last snapshot plus the batches after it (found
+//! through the offset index), and loads the aborted-transaction index files, adding the
 //! entries of ABORT markers after the snapshot that a crash kept out of them.
+//!
+//! After a clean shutdown (the active segment's index files and the producer snapshot
+//! were written at its end) a start therefore reads about one index interval of each
+//! log, not its whole active segment (up to `segment.bytes`): Kafka skips recovery after
+//! a clean shutdown and otherwise recovers from its recovery point.
 
 use std::io;
 use std::path::Path;
@@ -29,6 +36,9 @@ pub struct Recovered {
     pub aborted: TxnIndex,
     /// (max timestamp, last offset of its batch) over the whole log.
     pub max_ts: Option<(i64, i64)>,
+    /// File position in the active segment where its recovery scan started: its last
+    /// offset index entry's, or 0 when it was scanned whole.
+    pub active_scan_from: u64,
 }
 
 /// Base offsets of the `<20 digits>.log` files in `dir`, sorted.
@@ -90,15 +100,27 @@ async fn scan_and_repair(seg: &Segment, interval: u64) -> io::Result<u64> {
     seg.bytes_since_index.set(0);
     seg.max_ts.set(None);
     seg.next_offset.set(seg.base_offset);
+    let (valid, stop) = scan_indexing(seg, 0, interval).await?;
+    trim(seg, valid, stop).await
+}
+
+/// Scans `seg` from file position `from` (a batch boundary) to its end, checking each
+/// batch and adding it to the indexes ([`Segment::note_batch`]); returns where the valid
+/// data ends and why the scan stopped there.
+async fn scan_indexing(seg: &Segment, from: u64, interval: u64) -> io::Result<(u64, ScanStop)> {
+    seg.scan(from, seg.size.get(), |pos, h, _| {
+        check_offsets(seg.base_offset, seg.next_offset.get(), h)?;
+        seg.note_batch(pos, h, interval);
+        Ok(())
+    })
+    .await
+}
+
+/// Truncates `seg` to `valid` bytes (the end of its valid data, found by a scan that
+/// stopped for `stop`), logged; returns the number of bytes cut.
+async fn trim(seg: &Segment, valid: u64, stop: ScanStop) -> io::Result<u64> {
     let file_end = seg.size.get();
-    let (valid, stop) = seg
-        .scan(0, file_end, |pos, h, _| {
-            check_offsets(seg.base_offset, seg.next_offset.get(), h)?;
-            seg.note_batch(pos, h, interval);
-            Ok(())
-        })
-        .await?;
-    let cut = file_end - valid;
+    let cut = file_end.saturating_sub(valid);
     if cut > 0 {
         // Zeros after the last batch of a segment that was not closed (the padding to
         // the DMA alignment, and the zero fill written ahead, see `zero_fill`) are the
@@ -128,6 +150,42 @@ async fn scan_and_repair(seg: &Segment, interval: u64) -> io::Result<u64> {
     Ok(cut)
 }
 
+/// Recovers the active segment `seg`. When its index files load (a clean close wrote
+/// them at the end of the data; after a crash they are those of the last clean close,
+/// whose entries all point at data made durable before they were written), only the
+/// batches from its last offset index entry on are scanned and indexed: those a crash
+/// may have torn. If that part ends in anything but the end of the data or zero padding
+/// (a torn or corrupt batch), or there are no usable index files, the whole segment is
+/// scanned and repaired, as for a damaged inactive one. Returns the file position the
+/// scan that stood started from (0: the whole segment).
+async fn recover_active(seg: &Segment, interval: u64) -> io::Result<u64> {
+    let last_entry =
+        if seg.load_indexes() { seg.index.borrow().entries.last().copied() } else { None };
+    let Some((rel, pos)) = last_entry else {
+        scan_and_repair(seg, interval).await?;
+        return Ok(0);
+    };
+    // The entry's batch starts there and is the next one expected; the max timestamp
+    // comes from the time index's last entry (see `load_indexes`).
+    seg.next_offset.set(seg.base_offset + rel as i64);
+    seg.bytes_since_index.set(0);
+    let from = pos as u64;
+    let (valid, stop) = scan_indexing(seg, from, interval).await?;
+    if matches!(stop, ScanStop::End | ScanStop::ZeroPadding) {
+        trim(seg, valid, stop).await?;
+        return Ok(from);
+    }
+    tracing::info!(
+        partition = %super::log_name(&seg.dir),
+        segment = seg.base_offset,
+        position = valid,
+        reason = %stop,
+        "the active segment is damaged after its last index entry; scanning it whole"
+    );
+    scan_and_repair(seg, interval).await?;
+    Ok(0)
+}
+
 /// Recovers (or initialises) the partition directory `dir`.
 pub async fn recover(dir: &Path, interval: u64) -> io::Result<Recovered> {
     std::fs::create_dir_all(dir)?;
@@ -144,19 +202,20 @@ pub async fn recover(dir: &Path, interval: u64) -> io::Result<Recovered> {
             producers: ProducerState::default(),
             aborted: TxnIndex::default(),
             max_ts: None,
+            active_scan_from: 0,
         });
     }
+    let mut active_scan_from = 0;
     for (i, &base) in bases.iter().enumerate() {
         let seg = Segment::open(dir, base).await?;
-        let active = i + 1 == bases.len();
-        if active || !seg.load_indexes() {
-            scan_and_repair(&seg, interval).await?;
-            if !active {
+        if i + 1 == bases.len() {
+            active_scan_from = recover_active(&seg, interval).await?;
+        } else {
+            if !seg.load_indexes() {
+                scan_and_repair(&seg, interval).await?;
                 seg.finish_time_index();
                 seg.save_indexes()?;
             }
-        }
-        if !active {
             seg.next_offset.set(bases[i + 1]);
         }
         segments.push(Rc::new(seg));
@@ -201,7 +260,14 @@ pub async fn recover(dir: &Path, interval: u64) -> io::Result<Recovered> {
         files.push(entries);
     }
     for seg in segments.iter().filter(|s| s.next_offset.get() > from) {
-        seg.scan(0, seg.size.get(), |pos, h, bytes| {
+        // The segment holding the snapshot's offset is replayed from the index entry at
+        // or before it, not from its start.
+        let start = if from > seg.base_offset {
+            seg.index.borrow().lookup(seg.rel(from)) as u64
+        } else {
+            0
+        };
+        seg.scan(start, seg.size.get(), |pos, h, bytes| {
             if h.base_offset < from {
                 return Ok(());
             }
@@ -238,5 +304,5 @@ pub async fn recover(dir: &Path, interval: u64) -> io::Result<Recovered> {
             txn_index::rewrite(dir, seg.base_offset, &want)?;
         }
     }
-    Ok(Recovered { segments, producers, aborted, max_ts })
+    Ok(Recovered { segments, producers, aborted, max_ts, active_scan_from })
 }

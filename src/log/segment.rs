@@ -166,8 +166,16 @@ impl Segment {
         o.dma_open(path).await.map_err(io::Error::from)
     }
 
-    /// Creates (truncating) an empty segment file.
+    /// Creates (truncating) an empty segment file, removing index files left under its
+    /// name: recovery trusts the active segment's index files (it scans only from their
+    /// last entry), so none may describe another file's data.
     pub async fn create(dir: &Path, base_offset: i64) -> io::Result<Segment> {
+        for ext in ["index", "timeindex"] {
+            match std::fs::remove_file(segment_path(dir, base_offset, ext)) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
         let f = Self::open_file(&segment_path(dir, base_offset, "log"), true).await?;
         Ok(Segment::new(dir, base_offset, f, 0))
     }
