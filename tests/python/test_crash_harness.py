@@ -2,7 +2,11 @@
 
 Every round starts the broker on the same data dir, produces with acks=all from an
 idempotent librdkafka producer, commits a group offset, and kills the broker with
-SIGKILL after a random number of acknowledgements. After each restart:
+SIGKILL after a random number of acknowledgements. Every fourth round starts with a
+clean restart as well (SIGTERM, start, check), so that its kill lands on active segments
+whose index files a clean close wrote: the next start scans them from the last entry of
+those files only (`log/recovery.rs`), and must still find every record written after it.
+After each restart:
 
 - `--flush always`: every record acknowledged in any round is there, at the offset it
   was acknowledged with, byte for byte; offsets are contiguous from 0; no record that
@@ -152,6 +156,10 @@ def test_twenty_kill9s_in_a_row(broker_factory, flush):
             # A commit acknowledged in this round must outlive the kill at its end.
             group_offsets = {p: counts[p] for p in range(PARTITIONS)}
             commit_group_offsets(broker.bootstrap, topic, group_offsets)
+            if round_no % 4 == 2:
+                broker.restart()
+                assert check_log(broker, topic, acked, produced, exact=True, round_no=round_no) == counts
+                assert committed_group_offsets(broker.bootstrap, topic) == group_offsets, f"round {round_no}"
         produce_until_killed(broker, topic, rng, round_no, acked, produced)
     broker.start()
     check_log(broker, topic, acked, produced, exact=(flush == "always"), round_no=ROUNDS)
