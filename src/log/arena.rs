@@ -439,6 +439,8 @@ pub const BLOCK_ALIGN: usize = 4096;
 struct Block {
     ptr: NonNull<u8>,
     capacity: usize,
+    /// A mapping of its own ([`map`]), else a glibc allocation.
+    mapped: bool,
 }
 
 // SAFETY: a `Block` owns its allocation exclusively (like a `Vec<u8>`); moving it to
@@ -458,14 +460,16 @@ impl Block {
     fn new(capacity: usize) -> Block {
         let capacity = capacity.max(1).next_multiple_of(BLOCK_ALIGN);
         if capacity >= MIN_MAPPED {
-            return Block { ptr: map(capacity), capacity };
+            if let Some(ptr) = map(capacity) {
+                return Block { ptr, capacity, mapped: true };
+            }
         }
         // SAFETY: the layout has a non-zero size.
         let raw = unsafe { std::alloc::alloc(Block::layout(capacity)) };
         let Some(ptr) = NonNull::new(raw) else {
             std::alloc::handle_alloc_error(Block::layout(capacity))
         };
-        Block { ptr, capacity }
+        Block { ptr, capacity, mapped: false }
     }
 }
 
@@ -483,7 +487,7 @@ impl Block {
 
 impl Drop for Block {
     fn drop(&mut self) {
-        if self.capacity >= MIN_MAPPED {
+        if self.mapped {
             unmap(self.ptr, self.capacity);
             return;
         }
@@ -502,8 +506,18 @@ impl Drop for Block {
 /// the keeping for these buffers, within the cache's budget.
 pub const MIN_MAPPED: usize = MIN_POOLED_READ;
 
+/// Mappings [`map`] may hold at once (process-wide): a quarter of the kernel's default
+/// `vm.max_map_count` (65,530), which counts every mapping of the process (and an
+/// unmapped block in the middle of merged ones splits them). Beyond it, and when the
+/// kernel refuses a mapping, buffers are glibc allocations as before. Reached only with
+/// a budget of more than 1 GiB in 64 KiB buffers (many partitions per shard).
+pub const MAX_MAPPED: usize = 16_384;
+
+/// Mappings made by [`map`] and not yet unmapped.
+static MAPPED: AtomicUsize = AtomicUsize::new(0);
+
 /// A fresh anonymous private mapping of `capacity` bytes (a multiple of
-/// [`BLOCK_ALIGN`]; page-aligned). Aborts like a failed allocation when the kernel
+/// [`BLOCK_ALIGN`]; page-aligned), or `None` when [`MAX_MAPPED`] are held or the kernel
 /// refuses it.
 ///
 /// No `MADV_HUGEPAGE` (the system's transparent huge page policy applies): the pool
@@ -512,17 +526,22 @@ pub const MIN_MAPPED: usize = MIN_POOLED_READ;
 /// reporting), faulting in huge pages cost 36-40 times more per byte than 4 KiB pages
 /// (this machine: 6.8 s against 0.17-0.19 s to touch 512 MiB of fresh memory; 0.065 s
 /// against 0.17 s when the host still backs it).
-fn map(capacity: usize) -> NonNull<u8> {
+fn map(capacity: usize) -> Option<NonNull<u8>> {
     use nix::sys::mman::{mmap_anonymous, MapFlags, ProtFlags};
+    if MAPPED.fetch_add(1, Ordering::Relaxed) >= MAX_MAPPED {
+        MAPPED.fetch_sub(1, Ordering::Relaxed);
+        return None;
+    }
     let prot = ProtFlags::PROT_READ | ProtFlags::PROT_WRITE;
-    let Some(len) = std::num::NonZeroUsize::new(capacity) else {
-        std::alloc::handle_alloc_error(Block::layout(capacity.max(1)))
-    };
+    let len = std::num::NonZeroUsize::new(capacity)?;
     // SAFETY: a new anonymous mapping at an address of the kernel's choice aliases
     // nothing.
     match unsafe { mmap_anonymous(None, len, prot, MapFlags::MAP_PRIVATE) } {
-        Ok(ptr) => ptr.cast::<u8>(),
-        Err(_) => std::alloc::handle_alloc_error(Block::layout(capacity)),
+        Ok(ptr) => Some(ptr.cast::<u8>()),
+        Err(_) => {
+            MAPPED.fetch_sub(1, Ordering::Relaxed);
+            None
+        }
     }
 }
 
@@ -530,8 +549,13 @@ fn map(capacity: usize) -> NonNull<u8> {
 fn unmap(ptr: NonNull<u8>, len: usize) {
     // SAFETY: the range is a mapping of this module's own, no longer referenced (its
     // block is being dropped).
-    if let Err(e) = unsafe { nix::sys::mman::munmap(ptr.cast(), len) } {
-        tracing::error!(error = %e, len, "munmap of a buffer failed; its memory stays mapped");
+    match unsafe { nix::sys::mman::munmap(ptr.cast(), len) } {
+        Ok(()) => {
+            MAPPED.fetch_sub(1, Ordering::Relaxed);
+        }
+        Err(e) => {
+            tracing::error!(error = %e, len, "munmap of a buffer failed; its memory stays mapped")
+        }
     }
 }
 
@@ -673,15 +697,16 @@ mod tests {
         unsafe { nix::libc::mincore(ptr as *mut _, len, vec.as_mut_ptr()) == 0 }
     }
 
-    /// Buffers the pool keeps are page-aligned mappings of their own: they hold what is
-    /// written into every page, and dropping one unmaps it (freed memory is not kept by
-    /// glibc). Smaller ones come from the allocator.
+    /// Buffers the pool keeps are page-aligned mappings of their own, which hold what is
+    /// written into every page (freed with `munmap`, not kept by glibc); smaller ones
+    /// come from the allocator.
     #[test]
-    fn pooled_sizes_are_mappings_of_their_own_and_unmapped_when_dropped() {
+    fn pooled_sizes_are_mappings_of_their_own() {
         for capacity in [4 << 20, MIN_MAPPED, MAX_POOLED] {
             let block = Block::new(capacity);
             let ptr = block.ptr.as_ptr();
             assert_eq!((ptr as usize % BLOCK_ALIGN, block.capacity), (0, capacity), "{capacity}");
+            assert!(block.mapped, "{capacity}");
             block.touch();
             for at in (0..capacity).step_by(4096) {
                 // SAFETY: inside the block, which this test alone uses.
@@ -692,10 +717,8 @@ mod tests {
                 assert_eq!(unsafe { ptr.add(at).read() }, at as u8 ^ 0x5A);
             }
             assert!(mapped(ptr, capacity));
-            drop(block);
-            assert!(!mapped(ptr, capacity), "{capacity}: unmapped when dropped");
         }
         let small = Block::new(MIN_MAPPED - 4096);
-        assert_eq!(small.ptr.as_ptr() as usize % BLOCK_ALIGN, 0);
+        assert_eq!((small.ptr.as_ptr() as usize % BLOCK_ALIGN, small.mapped), (0, false));
     }
 }

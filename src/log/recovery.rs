@@ -2,8 +2,9 @@
 //! [`super::PartitionLog::open`]): lists segments, trusts inactive segments whose index
 //! files are valid (otherwise rescans them, truncating a torn tail and rebuilding the
 //! indexes), scans the active segment from its last offset index entry (the whole
-//! segment when it has no valid index files, or when the part after that entry is torn
-//! or corrupt) verifying length and CRC of every batch, truncates a torn or corrupt tail,
+//! segment, its index files then removed, when it has no valid index files or the part
+//! after that entry holds a corrupt batch) verifying length and CRC of every batch,
+//! truncates a torn or corrupt tail,
 //! rebuilds the producer state from the last snapshot plus the batches after it (found
 //! through the offset index), and loads the aborted-transaction index files, adding the
 //! entries of ABORT markers after the snapshot that a crash kept out of them.
@@ -154,14 +155,18 @@ async fn trim(seg: &Segment, valid: u64, stop: ScanStop) -> io::Result<u64> {
 /// them at the end of the data; after a crash they are those of the last clean close,
 /// whose entries all point at data made durable before they were written), only the
 /// batches from its last offset index entry on are scanned and indexed: those a crash
-/// may have torn. If that part ends in anything but the end of the data or zero padding
-/// (a torn or corrupt batch), or there are no usable index files, the whole segment is
-/// scanned and repaired, as for a damaged inactive one. Returns the file position the
-/// scan that stood started from (0: the whole segment).
+/// may have torn; a torn batch there (the crash's) is cut as a whole scan would cut it.
+/// If that part holds a corrupt batch or offsets out of order, or there are no usable
+/// index files, the whole segment is scanned and repaired, as a damaged inactive one is,
+/// and its index files are removed: they disagree with the data (or do not decode), and
+/// no later start may trust them once appends make them look valid again; a clean close
+/// or a roll writes new ones. Returns the file position the scan that stood started
+/// from (0: the whole segment).
 async fn recover_active(seg: &Segment, interval: u64) -> io::Result<u64> {
     let last_entry =
         if seg.load_indexes() { seg.index.borrow().entries.last().copied() } else { None };
     let Some((rel, pos)) = last_entry else {
+        seg.remove_index_files()?;
         scan_and_repair(seg, interval).await?;
         return Ok(0);
     };
@@ -171,7 +176,7 @@ async fn recover_active(seg: &Segment, interval: u64) -> io::Result<u64> {
     seg.bytes_since_index.set(0);
     let from = pos as u64;
     let (valid, stop) = scan_indexing(seg, from, interval).await?;
-    if matches!(stop, ScanStop::End | ScanStop::ZeroPadding) {
+    if matches!(stop, ScanStop::End | ScanStop::ZeroPadding | ScanStop::TornTail { .. }) {
         trim(seg, valid, stop).await?;
         return Ok(from);
     }
@@ -182,6 +187,7 @@ async fn recover_active(seg: &Segment, interval: u64) -> io::Result<u64> {
         reason = %stop,
         "the active segment is damaged after its last index entry; scanning it whole"
     );
+    seg.remove_index_files()?;
     scan_and_repair(seg, interval).await?;
     Ok(0)
 }

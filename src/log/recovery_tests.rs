@@ -162,3 +162,72 @@ fn a_crash_after_a_clean_start_recovers_everything_written_since() {
         log.close().await.unwrap();
     });
 }
+
+/// A crash after a clean start that tears the last batch (cut anywhere inside it): the
+/// scan from the last index entry cuts the torn batch as a whole scan would, without
+/// falling back to one, and the index files stay. A corrupt batch after that entry
+/// instead sends recovery to the whole scan, which removes the index files: they
+/// disagree with the data, and once appends grow the file past their entries a later
+/// start would trust them.
+#[test]
+fn a_torn_tail_is_cut_from_the_last_entry_and_a_corrupt_one_drops_the_index_files() {
+    run(|dir| async move {
+        let full = closed_log(&dir, 20).await;
+        let saved = index_file(&dir);
+        let last_pos = saved.entries.last().unwrap().1 as u64;
+        let last_record = full.len() - record(19).len();
+        let path = dir.join(format!("{SEGMENT}.log"));
+        for cut in [last_record + 1, last_record + 61, full.len() - 1] {
+            std::fs::write(&path, &full[..cut]).unwrap();
+            let rec = recovery::recover(&dir, 1000).await.unwrap();
+            assert_eq!(rec.active_scan_from, last_pos, "cut {cut}");
+            assert_eq!(rec.segments.last().unwrap().next_offset.get(), 19, "cut {cut}");
+            drop(rec);
+            assert_eq!(std::fs::metadata(&path).unwrap().len(), last_record as u64);
+            assert_eq!(index_file(&dir), saved, "cut {cut}: the index files stay");
+        }
+        std::fs::write(&path, &full).unwrap();
+        flip(&dir, last_record + 100);
+        let rec = recovery::recover(&dir, 1000).await.unwrap();
+        assert_eq!(rec.active_scan_from, 0);
+        drop(rec);
+        for ext in ["index", "timeindex"] {
+            assert!(!dir.join(format!("{SEGMENT}.{ext}")).exists(), "{ext} removed");
+        }
+    });
+}
+
+/// Fails the offset index's write, as a full disk or a crash between the two would.
+fn offset_index_fails(path: &std::path::Path, data: &[u8]) -> std::io::Result<()> {
+    if path.extension().is_some_and(|e| e == "index") {
+        return Err(std::io::Error::other("no space left"));
+    }
+    std::fs::write(path, data)
+}
+
+/// The time index is written before the offset index: a stop between the two leaves an
+/// older offset index (recovery scans more) beside a newer time index, never an offset
+/// index past what the time index covers.
+#[test]
+fn the_time_index_is_written_before_the_offset_index() {
+    run(|dir| async move {
+        closed_log(&dir, 20).await;
+        let old_index = std::fs::read(dir.join(format!("{SEGMENT}.index"))).unwrap();
+        let old_time = std::fs::read(dir.join(format!("{SEGMENT}.timeindex"))).unwrap();
+        let log = PartitionLog::open(dir.clone(), small_index()).await.unwrap();
+        for seq in 20..40 {
+            log.append(record(seq), 0).await.unwrap();
+        }
+        let seg = log.active();
+        seg.finish_time_index();
+        assert!(seg.save_indexes_with(offset_index_fails).is_err());
+        drop(seg);
+        drop(log);
+        assert_eq!(std::fs::read(dir.join(format!("{SEGMENT}.index"))).unwrap(), old_index);
+        assert_ne!(std::fs::read(dir.join(format!("{SEGMENT}.timeindex"))).unwrap(), old_time);
+        // The next start scans from the old entry and finds all 40 records.
+        let rec = recovery::recover(&dir, 1000).await.unwrap();
+        assert_eq!(rec.segments.last().unwrap().next_offset.get(), 40);
+        assert_eq!(rec.max_ts, Some((1039, 39)));
+    });
+}

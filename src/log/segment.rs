@@ -28,6 +28,18 @@ pub fn segment_path(dir: &Path, base_offset: i64, ext: &str) -> PathBuf {
     dir.join(format!("{base_offset:020}.{ext}"))
 }
 
+/// Removes the files with extensions `exts` of the segment at `base_offset` in `dir`,
+/// if any (`NotFound` is not an error).
+fn remove_files(dir: &Path, base_offset: i64, exts: &[&str]) -> io::Result<()> {
+    for ext in exts {
+        match std::fs::remove_file(segment_path(dir, base_offset, ext)) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 fn invalid(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg)
 }
@@ -166,16 +178,12 @@ impl Segment {
         o.dma_open(path).await.map_err(io::Error::from)
     }
 
-    /// Creates (truncating) an empty segment file, removing index files left under its
-    /// name: recovery trusts the active segment's index files (it scans only from their
-    /// last entry), so none may describe another file's data.
+    /// Creates (truncating) an empty segment file, removing index files (and an
+    /// aborted-transaction index) left under its name: recovery trusts the active
+    /// segment's index files (it scans only from their last entry) and loads every
+    /// `.txnindex`, so none may describe another file's data.
     pub async fn create(dir: &Path, base_offset: i64) -> io::Result<Segment> {
-        for ext in ["index", "timeindex"] {
-            match std::fs::remove_file(segment_path(dir, base_offset, ext)) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-                _ => {}
-            }
-        }
+        remove_files(dir, base_offset, &["index", "timeindex", super::txn_index::EXT])?;
         let f = Self::open_file(&segment_path(dir, base_offset, "log"), true).await?;
         Ok(Segment::new(dir, base_offset, f, 0))
     }
@@ -263,12 +271,23 @@ impl Segment {
         self.save_indexes_with(write_atomic)
     }
 
-    /// [`Segment::save_indexes`], each file written by `write`.
+    /// [`Segment::save_indexes`], each file written by `write`: the time index first, so
+    /// that a stop between the two (a crash, a full disk) leaves an older offset index
+    /// beside a newer time index, never the reverse. Recovery scans the active segment
+    /// from the offset index's last entry and takes its max timestamp from the time index:
+    /// an older offset index only makes it scan (and re-index) more; a newer one beside an
+    /// older time index would skip batches the time index does not cover.
     pub fn save_indexes_with(&self, write: WriteFile) -> io::Result<()> {
         let ix = self.index.borrow().encode();
         let tx = self.time_index.borrow().encode();
-        write(&segment_path(&self.dir, self.base_offset, "index"), &ix)?;
-        write(&segment_path(&self.dir, self.base_offset, "timeindex"), &tx)
+        write(&segment_path(&self.dir, self.base_offset, "timeindex"), &tx)?;
+        write(&segment_path(&self.dir, self.base_offset, "index"), &ix)
+    }
+
+    /// Removes this segment's `.index` and `.timeindex` files, if any (`NotFound` is
+    /// not an error).
+    pub fn remove_index_files(&self) -> io::Result<()> {
+        remove_files(&self.dir, self.base_offset, &["index", "timeindex"])
     }
 
     /// Loads both index files; false (indexes left empty) if either is missing or damaged.
