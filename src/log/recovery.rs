@@ -156,7 +156,8 @@ async fn trim(seg: &Segment, valid: u64, stop: ScanStop) -> io::Result<u64> {
 /// whose entries all point at data made durable before they were written), only the
 /// batches from its last offset index entry on are scanned and indexed: those a crash
 /// may have torn; a torn batch there (the crash's) is cut as a whole scan would cut it.
-/// If that part holds a corrupt batch or offsets out of order, or there are no usable
+/// If no whole batch with the entry's base offset starts at the entry's position, or
+/// that part holds a corrupt batch or offsets out of order, or there are no usable
 /// index files, the whole segment is scanned and repaired, as a damaged inactive one is,
 /// and its index files are removed: they disagree with the data (or do not decode), and
 /// no later start may trust them once appends make them look valid again; a clean close
@@ -175,8 +176,27 @@ async fn recover_active(seg: &Segment, interval: u64) -> io::Result<u64> {
     seg.next_offset.set(seg.base_offset + rel as i64);
     seg.bytes_since_index.set(0);
     let from = pos as u64;
-    let (valid, stop) = scan_indexing(seg, from, interval).await?;
-    if matches!(stop, ScanStop::End | ScanStop::ZeroPadding | ScanStop::TornTail { .. }) {
+    // The entry must name the batch that starts there: one whose base offset is the
+    // entry's. An entry pointing anywhere else (zeros, the middle of a batch, another
+    // batch: a damaged or stale file) sends recovery to the whole scan.
+    let first = seg.base_offset + rel as i64;
+    let (valid, stop) = seg
+        .scan(from, seg.size.get(), |at, h, _| {
+            if at == from && h.base_offset != first {
+                return Err(ScanStop::BadOffsets {
+                    base_offset: h.base_offset,
+                    last_offset: h.last_offset(),
+                    expected: first,
+                });
+            }
+            check_offsets(seg.base_offset, seg.next_offset.get(), h)?;
+            seg.note_batch(at, h, interval);
+            Ok(())
+        })
+        .await?;
+    if valid > from
+        && matches!(stop, ScanStop::End | ScanStop::ZeroPadding | ScanStop::TornTail { .. })
+    {
         trim(seg, valid, stop).await?;
         return Ok(from);
     }

@@ -231,3 +231,52 @@ fn the_time_index_is_written_before_the_offset_index() {
         assert_eq!(rec.max_ts, Some((1039, 39)));
     });
 }
+
+/// Rewrites the last entry of the segment's offset index file.
+fn set_last_entry(dir: &std::path::Path, rel: u32, pos: u32) {
+    let path = dir.join(format!("{SEGMENT}.index"));
+    let mut b = std::fs::read(&path).unwrap();
+    let n = b.len();
+    b[n - 8..n - 4].copy_from_slice(&rel.to_be_bytes());
+    b[n - 4..].copy_from_slice(&pos.to_be_bytes());
+    std::fs::write(&path, &b).unwrap();
+}
+
+/// A last index entry that does not name the batch starting at its position (found by
+/// a breaker: one pointing into the zeros after the data of a crashed log was taken for
+/// the end of the data, and every record after it was cut) sends recovery to the whole
+/// scan: into the zero fill, into the middle of a batch, at another batch, or with
+/// another offset. Every record survives each.
+#[test]
+fn a_last_index_entry_not_naming_its_batch_sends_recovery_to_the_whole_scan() {
+    run(|dir| async move {
+        closed_log(&dir, 20).await;
+        let log = PartitionLog::open(dir.clone(), small_index()).await.unwrap();
+        for seq in 20..30 {
+            log.append(record(seq), 0).await.unwrap();
+        }
+        let expect = log.read(0, 1 << 20).await.unwrap();
+        drop(log); // a crash: the file ends in zero fill
+        let file_len = std::fs::metadata(dir.join(format!("{SEGMENT}.log"))).unwrap().len();
+        assert!(file_len > expect.len() as u64 + 100, "zero fill after the data");
+        let saved = index_file(&dir);
+        let (rel, pos) = *saved.entries.last().unwrap();
+        let next_batch = pos + record(0).len() as u32;
+        let zeros = expect.len() as u32 + 40;
+        for (i, (r, p)) in [(rel, zeros), (rel, pos + 40), (rel, next_batch), (rel + 1, pos)]
+            .into_iter()
+            .enumerate()
+        {
+            // (The whole scan of the case before removed the index files.)
+            std::fs::write(dir.join(format!("{SEGMENT}.index")), saved.encode()).unwrap();
+            set_last_entry(&dir, r, p);
+            let rec = recovery::recover(&dir, 1000).await.unwrap();
+            assert_eq!(rec.active_scan_from, 0, "case {i}");
+            assert_eq!(rec.segments.last().unwrap().next_offset.get(), 30, "case {i}");
+            drop(rec);
+        }
+        let log = PartitionLog::open(dir.clone(), small_index()).await.unwrap();
+        assert_eq!(log.read(0, 1 << 20).await.unwrap(), expect);
+        log.close().await.unwrap();
+    });
+}
