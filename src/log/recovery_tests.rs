@@ -50,6 +50,15 @@ async fn closed_log(dir: &std::path::Path, n: i32) -> Vec<u8> {
     std::fs::read(dir.join(format!("{SEGMENT}.log"))).unwrap()
 }
 
+/// Recovery of `data` as the only segment file of a directory beside `dir` (no index
+/// files: a whole scan).
+async fn whole_scan(dir: &std::path::Path, data: &[u8]) -> recovery::Recovered {
+    let whole = dir.with_file_name("whole");
+    std::fs::create_dir_all(&whole).unwrap();
+    std::fs::write(whole.join(format!("{SEGMENT}.log")), data).unwrap();
+    recovery::recover(&whole, 1000).await.unwrap()
+}
+
 /// Flips one byte of the segment file at `pos`.
 fn flip(dir: &std::path::Path, pos: usize) {
     let path = dir.join(format!("{SEGMENT}.log"));
@@ -81,10 +90,7 @@ fn a_clean_close_lets_the_next_start_scan_from_the_last_index_entry() {
         drop(rec);
 
         // The same, found by scanning the whole segment (no index files).
-        let whole = dir.with_file_name("whole");
-        std::fs::create_dir_all(&whole).unwrap();
-        std::fs::write(whole.join(format!("{SEGMENT}.log")), &full).unwrap();
-        let rec = recovery::recover(&whole, 1000).await.unwrap();
+        let rec = whole_scan(&dir, &full).await;
         assert_eq!(rec.active_scan_from, 0);
         assert_eq!(*rec.segments.last().unwrap().index.borrow(), saved);
         assert_eq!(rec.segments.last().unwrap().next_offset.get(), 20);
@@ -140,10 +146,7 @@ fn a_crash_after_a_clean_start_recovers_everything_written_since() {
         assert_eq!(rec.max_ts, Some((1049, 49)));
         drop(rec);
         // The same indexes as a whole scan of the same bytes.
-        let whole = dir.with_file_name("whole");
-        std::fs::create_dir_all(&whole).unwrap();
-        std::fs::write(whole.join(format!("{SEGMENT}.log")), &expect).unwrap();
-        let rec = recovery::recover(&whole, 1000).await.unwrap();
+        let rec = whole_scan(&dir, &expect).await;
         assert_eq!(*rec.segments.last().unwrap().index.borrow(), index);
         drop(rec);
 
