@@ -35,6 +35,13 @@ impl OffsetIndex {
         }
     }
 
+    /// File positions (bytes) of the entries in `[from, to)`, increasing: batch starts
+    /// known without reading the segment.
+    pub fn positions_in(&self, from: u64, to: u64) -> impl Iterator<Item = u64> + '_ {
+        let i = self.entries.partition_point(|&(_, p)| u64::from(p) < from);
+        self.entries[i..].iter().map(|&(_, p)| u64::from(p)).take_while(move |&p| p < to)
+    }
+
     /// File bytes.
     pub fn encode(&self) -> Vec<u8> {
         let mut b = Vec::with_capacity(self.entries.len() * 8);
@@ -129,6 +136,20 @@ impl TimeIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn positions_in_a_range() {
+        let mut ix = OffsetIndex::default();
+        for (rel, pos) in [(3, 4096), (7, 8192), (12, 12300), (20, 20000)] {
+            ix.push(rel, pos);
+        }
+        let at = |from, to| ix.positions_in(from, to).collect::<Vec<u64>>();
+        assert_eq!(at(0, 4096), Vec::<u64>::new());
+        assert_eq!(at(0, 4097), vec![4096]);
+        assert_eq!(at(4096, 12300), vec![4096, 8192]);
+        assert_eq!(at(4097, 1 << 20), vec![8192, 12300, 20000]);
+        assert_eq!(at(20001, 1 << 20), Vec::<u64>::new());
+    }
 
     #[test]
     fn offset_index() {

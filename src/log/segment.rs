@@ -14,6 +14,7 @@ use glommio::task::JoinHandle;
 use super::arena::{shard_pool, ReadBuf};
 use super::index::{OffsetIndex, TimeIndex};
 use super::zero_fill::ZeroFill;
+use crate::metrics::Timed;
 use crate::protocol::batch::{
     BatchIter, BatchScan, RecordBatchHeader, ScanStop, RECORD_BATCH_OVERHEAD,
 };
@@ -335,7 +336,12 @@ impl Segment {
         let pending = self.prefetch.borrow_mut().take();
         if let Some(p) = pending {
             if pos >= p.pos && min_end <= p.pos + p.len {
-                if let Some(data) = p.done.clone().await.flatten() {
+                let waited = p.done.peek().is_none().then(std::time::Instant::now);
+                let done = p.done.clone().await.flatten();
+                if let Some(w) = waited {
+                    crate::metrics::with(|m| m.timed(Timed::ReadWait, w.elapsed()));
+                }
+                if let Some(data) = done {
                     self.install(p.pos, data, Some(p.held));
                     if let Some(hit) = self.in_readahead(pos, min_end, want_end) {
                         return Ok(hit);
@@ -355,7 +361,9 @@ impl Segment {
         };
         let read_end = (pos + len).min(size);
         self.demand_reads.set(self.demand_reads.get() + 1);
+        let waited = std::time::Instant::now();
         let r = read_at(&self.file, pos, (read_end - pos) as usize).await?;
+        crate::metrics::with(|m| m.timed(Timed::ReadWait, waited.elapsed()));
         if (r.len() as u64) < min_end - pos {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
@@ -382,6 +390,14 @@ impl Segment {
 
     /// Makes `data` (segment bytes from file position `pos`) the read-ahead buffer.
     fn install(&self, pos: u64, data: ReadBuf, held: Option<Held>) {
+        // The walk below is a chain of dependent loads, each the first touch of fresh
+        // DMA'd memory (a cache and TLB miss per batch); the index knows most of the
+        // batch starts, so their misses are started together first.
+        let end = pos + data.len() as u64;
+        prefetch_headers(
+            &data,
+            self.index.borrow().positions_in(pos, end).map(|p| (p - pos) as usize),
+        );
         let whole = BatchIter::new(&data)
             .map_while(|b| b.ok())
             .map(|(at, h)| at + h.total_size())
@@ -613,6 +629,20 @@ impl Segment {
         self.readahead.borrow().as_ref().is_some_and(|r| covers(r.pos, r.data.len() as u64))
             || self.prefetch.borrow().as_ref().is_some_and(|p| covers(p.pos, p.len))
     }
+}
+
+/// Loads one byte of the record batch header at each position `at` of `data` (the
+/// cache lines of its first and last byte) with independent loads, so that the CPU waits
+/// for these misses together rather than one by one in a walk over the headers that
+/// follows. Positions past the end are skipped.
+fn prefetch_headers(data: &[u8], at: impl Iterator<Item = usize>) {
+    let mut acc = 0u8;
+    for i in at {
+        for b in [data.get(i), data.get(i + RECORD_BATCH_OVERHEAD - 1)].into_iter().flatten() {
+            acc ^= *b;
+        }
+    }
+    std::hint::black_box(acc);
 }
 
 /// What one [`Segment::scan_chunk`] read found.

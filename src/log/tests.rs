@@ -695,6 +695,12 @@ fn sequential_cold_reads_wait_for_the_disk_once_per_segment() {
         // been read in the background while the previous one was consumed.
         assert_eq!(log.segments.borrow().len(), 1);
         assert_eq!(segment.demand_reads.get(), 2);
+        // Both demand reads were timed as read waits; so was any background read still
+        // in flight when the reader reached its window (at most one per later window).
+        let waits = crate::metrics::read(|m| m.counters()).storage.latency
+            [crate::metrics::Timed::ReadWait as usize]
+            .count;
+        assert!((2..=4).contains(&waits), "{waits} read waits");
         log.close().await.unwrap();
     });
 }

@@ -419,7 +419,9 @@ impl Collector for Scrape {
             "shardlog_log_duration_seconds",
             "Storage and fetch durations, by shard and op: append (a produced batch until \
              it is below the high watermark), write (one DMA write of batches), fdatasync, \
-             fetch_wait (the long poll of a Fetch that had too little data).",
+             fetch_wait (the long poll of a Fetch that had too little data), read_wait \
+             (a log read waiting for the disk: an on-demand DMA read, or a read-ahead still \
+             in flight).",
             shards.iter().flat_map(|s| {
                 Timed::ALL.iter().filter_map(move |&op| {
                     let h = s.counters.storage.latency.get(op as usize)?.clone();

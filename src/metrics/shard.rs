@@ -126,7 +126,7 @@ pub struct QuotaCounts {
 #[derive(Debug, Default)]
 struct Storage {
     /// One per [`Timed`], in [`Timed::ALL`] order.
-    latency: [Latency; 4],
+    latency: [Latency; 5],
     cache_hits: u64,
     cache_misses: u64,
     disk_read_bytes: u64,
@@ -146,11 +146,15 @@ pub enum Timed {
     /// The long poll of a Fetch that had too little data (until data came or
     /// `max_wait_ms` passed).
     FetchWait = 3,
+    /// A log read that waited for the disk: a DMA read issued on demand, or a
+    /// background read-ahead still in flight when the reader reached it.
+    ReadWait = 4,
 }
 
 impl Timed {
     /// Every timed operation, in the order of `StorageCounts::latency`.
-    pub const ALL: [Timed; 4] = [Timed::Append, Timed::Write, Timed::Fdatasync, Timed::FetchWait];
+    pub const ALL: [Timed; 5] =
+        [Timed::Append, Timed::Write, Timed::Fdatasync, Timed::FetchWait, Timed::ReadWait];
 
     /// The `op` label value.
     pub fn name(self) -> &'static str {
@@ -159,6 +163,7 @@ impl Timed {
             Timed::Write => "write",
             Timed::Fdatasync => "fdatasync",
             Timed::FetchWait => "fetch_wait",
+            Timed::ReadWait => "read_wait",
         }
     }
 }
