@@ -33,6 +33,7 @@ fn config() -> LogConfig {
         shard_cache: None,
         log_append_time: false,
         zero_fill_max_write: 256 << 10,
+        recovery_point_bytes: 0,
         write_from_arena: true,
         segment_ms: i64::MAX,
     }

@@ -452,6 +452,15 @@ pub struct Config {
     #[arg(long, env = "SHARDLOG_ZERO_FILL_MAX_WRITE_BYTES", default_value_t = 256 << 10)]
     pub zero_fill_max_write_bytes: u64,
 
+    /// Bring an active segment's index files (and the partition's producer snapshot)
+    /// up to date each time this many bytes were written to it, once they are durable
+    /// (under `--flush interval` after the next fdatasync), so that a start after a
+    /// crash scans at most about this much of each partition's log instead of its
+    /// whole active segment (up to `segment.bytes`). 0: only at roll and clean stop
+    /// (Kafka's default: its recovery point moves when a segment rolls).
+    #[arg(long, env = "SHARDLOG_RECOVERY_POINT_BYTES", default_value_t = 64 << 20)]
+    pub recovery_point_bytes: u64,
+
     /// DMA-write appended batches straight from the batch cache's memory: each batch is
     /// placed there at an address aligned like its position in the segment file, so a
     /// write sends the whole 4 KiB blocks from the cache and copies only the partial

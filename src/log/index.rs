@@ -44,8 +44,15 @@ impl OffsetIndex {
 
     /// File bytes.
     pub fn encode(&self) -> Vec<u8> {
-        let mut b = Vec::with_capacity(self.entries.len() * 8);
-        for &(r, p) in &self.entries {
+        self.encode_range(0..self.entries.len())
+    }
+
+    /// File bytes of the entries `range` (by index into [`OffsetIndex::entries`]): what
+    /// appending them to a file holding the ones before writes.
+    pub fn encode_range(&self, range: std::ops::Range<usize>) -> Vec<u8> {
+        let entries = self.entries.get(range).unwrap_or_default();
+        let mut b = Vec::with_capacity(entries.len() * 8);
+        for &(r, p) in entries {
             b.extend_from_slice(&r.to_be_bytes());
             b.extend_from_slice(&p.to_be_bytes());
         }
@@ -105,8 +112,14 @@ impl TimeIndex {
 
     /// File bytes.
     pub fn encode(&self) -> Vec<u8> {
-        let mut b = Vec::with_capacity(self.entries.len() * 12);
-        for &(t, r) in &self.entries {
+        self.encode_range(0..self.entries.len())
+    }
+
+    /// File bytes of the entries `range` (by index into [`TimeIndex::entries`]).
+    pub fn encode_range(&self, range: std::ops::Range<usize>) -> Vec<u8> {
+        let entries = self.entries.get(range).unwrap_or_default();
+        let mut b = Vec::with_capacity(entries.len() * 12);
+        for &(t, r) in entries {
             b.extend_from_slice(&t.to_be_bytes());
             b.extend_from_slice(&r.to_be_bytes());
         }

@@ -38,6 +38,7 @@ pub mod gather;
 pub mod index;
 pub mod producer_state;
 pub mod recovery;
+pub mod recovery_point;
 pub mod retention;
 pub mod retire;
 pub mod segment;
@@ -48,6 +49,8 @@ pub mod zero_fill;
 
 #[cfg(test)]
 mod cleaner_tests;
+#[cfg(test)]
+mod recovery_point_tests;
 #[cfg(test)]
 mod recovery_tests;
 #[cfg(test)]
@@ -120,6 +123,9 @@ pub struct LogConfig {
     /// (Kafka bases this on the first batch's timestamp; the broker's clock keeps
     /// producers with old timestamps from rolling a segment per batch).
     pub segment_ms: i64,
+    /// Active-segment bytes written between two recovery points (see
+    /// [`recovery_point`]); 0: none (the index files are written at roll and close).
+    pub recovery_point_bytes: u64,
 }
 
 /// The topic configs of a partition log that can change while it is open (AlterConfigs,
@@ -290,6 +296,16 @@ pub struct PartitionLog {
     writer_exit: RefCell<Option<futures_channel::oneshot::Receiver<()>>>,
     /// Data written since the last fdatasync (Interval policy).
     dirty: Cell<bool>,
+    /// The active segment's size (bytes) when its last recovery point was taken (at
+    /// open: where its index files end), see [`recovery_point`].
+    point_size: Cell<u64>,
+    /// A recovery point waiting for the next fdatasync (Interval policy).
+    point: RefCell<Option<recovery_point::RecoveryPoint>>,
+    /// An ABORT marker's entry was appended to a `.txnindex` file without fsync since
+    /// the last producer snapshot was written.
+    txn_unsynced: Cell<bool>,
+    /// Recovery points written (see [`recovery_point`]).
+    pub recovery_points: Cell<u64>,
     /// The batch cache (the shard's, or a private one) and this partition's handle in it.
     cache: SharedCache,
     cache_id: PartitionId,
@@ -380,6 +396,10 @@ impl PartitionLog {
             cleaner_checkpoint: Cell::new(None),
             roll_waiters: RefCell::default(),
             dirty: Cell::new(false),
+            point_size: Cell::new(rec.active_scan_from),
+            point: RefCell::default(),
+            txn_unsynced: Cell::new(false),
+            recovery_points: Cell::new(0),
             dir,
             live: Cell::new(LiveConfig::of(&config)),
             config,
@@ -916,6 +936,7 @@ impl PartitionLog {
             if !aborted.is_empty() {
                 let sync = self.config.flush == FlushPolicy::Always;
                 txn_index::append(&self.dir, seg.base_offset, &aborted, sync)?;
+                self.txn_unsynced.set(self.txn_unsynced.get() || !sync);
             }
             for p in &group {
                 let h = &p.header;
@@ -925,6 +946,7 @@ impl PartitionLog {
             }
             self.state.borrow_mut().producers.on_high_watermark(hw);
             self.watch.advance(hw);
+            self.take_recovery_point(&seg);
         }
     }
 
@@ -1093,6 +1115,12 @@ impl PartitionLog {
             std::fs::File::open(&self.dir)?.sync_all()?;
         }
         self.segments.borrow_mut().push(seg);
+        self.point_size.set(0);
+        self.point.take();
+        // The snapshot no longer replays the ABORT markers before it.
+        if self.txn_unsynced.replace(false) {
+            txn_index::sync(&self.dir, old.base_offset)?;
+        }
         self.save_snapshot()?;
         tracing::debug!(dir = %self.dir.display(), base, "rolled segment");
         Ok(())
@@ -1160,12 +1188,17 @@ async fn flush_task(log: Weak<PartitionLog>, ms: u64) {
         }
         if log.dirty.replace(false) {
             let seg = log.active();
+            // A recovery point taken before this fdatasync describes data it covers.
+            let point = log.point.take();
             let started = std::time::Instant::now();
             if let Err(e) = seg.file.fdatasync().await {
                 log.fail(&io::Error::from(e));
                 return;
             }
             crate::metrics::with(|m| m.timed(Timed::Fdatasync, started.elapsed()));
+            if let Some(point) = point {
+                log.write_recovery_point(point);
+            }
         }
     }
 }

@@ -11,8 +11,10 @@
 //!
 //! After a clean shutdown (the active segment's index files and the producer snapshot
 //! were written at its end) a start therefore reads about one index interval of each
-//! log, not its whole active segment (up to `segment.bytes`): Kafka skips recovery after
-//! a clean shutdown and otherwise recovers from its recovery point.
+//! log, not its whole active segment (up to `segment.bytes`); after a crash, about what
+//! was written since the last recovery point (`recovery_point.rs`). Kafka skips recovery
+//! after a clean shutdown and otherwise recovers from its recovery point (by default the
+//! start of the active segment).
 
 use std::io;
 use std::path::Path;
@@ -152,8 +154,9 @@ async fn trim(seg: &Segment, valid: u64, stop: ScanStop) -> io::Result<u64> {
 }
 
 /// Recovers the active segment `seg`. When its index files load (a clean close wrote
-/// them at the end of the data; after a crash they are those of the last clean close,
-/// whose entries all point at data made durable before they were written), only the
+/// them at the end of the data; after a crash they are those of the last recovery point
+/// or clean close, whose entries all point at data made durable before they were
+/// written), only the
 /// batches from its last offset index entry on are scanned and indexed: those a crash
 /// may have torn; a torn batch there (the crash's) is cut as a whole scan would cut it.
 /// If no whole batch with the entry's base offset starts at the entry's position, or

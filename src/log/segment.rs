@@ -86,6 +86,10 @@ pub struct Segment {
     pub demand_reads: Cell<u64>,
     /// Zeros written ahead of the write position (active segment).
     pub zero_fill: ZeroFill,
+    /// How many entries of `(index, time_index)` the index files hold: loaded from
+    /// them, or written by [`Segment::save_indexes_with`] or
+    /// [`Segment::append_index_entries`]; `(0, 0)` when there are none.
+    saved_entries: Cell<(usize, usize)>,
 }
 
 /// Bytes read past what a fetch asked for; see [`Segment::read_bytes`].
@@ -167,6 +171,7 @@ impl Segment {
             prefetch: RefCell::default(),
             demand_reads: Cell::new(0),
             zero_fill: ZeroFill::new(size, super::log_name(dir).into_owned()),
+            saved_entries: Cell::new((0, 0)),
         }
     }
 
@@ -281,13 +286,40 @@ impl Segment {
     pub fn save_indexes_with(&self, write: WriteFile) -> io::Result<()> {
         let ix = self.index.borrow().encode();
         let tx = self.time_index.borrow().encode();
+        let ix_before = self.saved_entries.get().0;
         write(&segment_path(&self.dir, self.base_offset, "timeindex"), &tx)?;
-        write(&segment_path(&self.dir, self.base_offset, "index"), &ix)
+        self.saved_entries.set((ix_before, tx.len() / 12));
+        write(&segment_path(&self.dir, self.base_offset, "index"), &ix)?;
+        self.saved_entries.set((ix.len() / 8, tx.len() / 12));
+        Ok(())
+    }
+
+    /// Appends to the index files the entries they do not hold yet, up to `upto` =
+    /// `(offset index entries, time index entries)` (counts from the start of each
+    /// index), the time index first as [`Segment::save_indexes_with`] orders them: a
+    /// recovery point of the active segment (see `PartitionLog`'s recovery points). The
+    /// caller makes sure that every entry up to there points at durable data. Plain
+    /// appends without fsync: a process crash keeps them; after a power loss a torn or
+    /// lost append makes the files older or undecodable, and recovery then scans more.
+    pub fn append_index_entries(&self, upto: (usize, usize)) -> io::Result<()> {
+        let (ix_saved, tx_saved) = self.saved_entries.get();
+        if upto.1 > tx_saved {
+            let b = self.time_index.borrow().encode_range(tx_saved..upto.1);
+            append_file(&segment_path(&self.dir, self.base_offset, "timeindex"), &b)?;
+            self.saved_entries.set((ix_saved, upto.1));
+        }
+        if upto.0 > ix_saved {
+            let b = self.index.borrow().encode_range(ix_saved..upto.0);
+            append_file(&segment_path(&self.dir, self.base_offset, "index"), &b)?;
+            self.saved_entries.set((upto.0, self.saved_entries.get().1));
+        }
+        Ok(())
     }
 
     /// Removes this segment's `.index` and `.timeindex` files, if any (`NotFound` is
     /// not an error).
     pub fn remove_index_files(&self) -> io::Result<()> {
+        self.saved_entries.set((0, 0));
         remove_files(&self.dir, self.base_offset, &["index", "timeindex"])
     }
 
@@ -308,6 +340,7 @@ impl Segment {
             return false; // a non-empty inactive segment always has its final entry
         }
         self.max_ts.set(tx.entries.last().map(|&(t, r)| (t, self.base_offset + r as i64)));
+        self.saved_entries.set((ix.entries.len(), tx.entries.len()));
         *self.index.borrow_mut() = ix;
         *self.time_index.borrow_mut() = tx;
         true
@@ -684,6 +717,12 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> io::Result<()> {
     drop(file);
     std::fs::rename(&tmp, path)?;
     sync_parent_dir(path)
+}
+
+/// Appends `data` to `path` (created if missing), without fsync.
+fn append_file(path: &Path, data: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    std::fs::OpenOptions::new().create(true).append(true).open(path)?.write_all(data)
 }
 
 /// [`write_atomic`] without its fsyncs: the file is written and renamed over `path`,

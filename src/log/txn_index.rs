@@ -183,6 +183,17 @@ pub fn append(dir: &Path, base: i64, entries: &[AbortedTxn], sync: bool) -> io::
     Ok(())
 }
 
+/// fdatasyncs the index file of the segment based at `base`, if there is one: what
+/// [`append`] without `sync` left in the page cache becomes durable before a producer
+/// snapshot that no longer replays the markers behind it is written.
+pub fn sync(dir: &Path, base: i64) -> io::Result<()> {
+    match std::fs::File::open(segment_path(dir, base, EXT)) {
+        Ok(f) => f.sync_data(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// Replaces the index file of the segment based at `base` with `entries` (removes it
 /// when there are none), atomically (see [`super::segment::write_atomic`]).
 pub fn rewrite(dir: &Path, base: i64, entries: &[AbortedTxn]) -> io::Result<()> {

@@ -647,6 +647,7 @@ pub(super) fn internal_log_config(config: &Config) -> LogConfig {
         shard_cache: None,
         log_append_time: false,
         zero_fill_max_write: config.zero_fill_max_write_bytes,
+        recovery_point_bytes: config.recovery_point_bytes,
         write_from_arena: config.write_from_arena,
         segment_ms: i64::MAX,
     }

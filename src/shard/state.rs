@@ -411,6 +411,7 @@ impl Shard {
             shard_cache: Some(self.cache.clone()),
             log_append_time: topic.log_append_time,
             zero_fill_max_write: self.config.zero_fill_max_write_bytes,
+            recovery_point_bytes: self.config.recovery_point_bytes,
             write_from_arena: self.config.write_from_arena,
             segment_ms: topic.segment_ms,
         }
