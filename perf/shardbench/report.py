@@ -318,6 +318,47 @@ def send_floor_lines(tg: list, limits: dict) -> list[str]:
             f"per GB, so a broker that did nothing else would stand at: {'; '.join(parts)} of Kafka. {verdict}", ""]
 
 
+# Full runs whose Kafka figures are the reference for `kafka_drift_lines` (same host type,
+# Kafka's producers at their usual speed): a day whose Kafka is far from them is flagged.
+KAFKA_REFERENCE_RUNS = ("2026-12-05-c01c6fb.json", "2026-12-05-c01c6fb-run2.json")
+# Kafka's figure more than this factor away from the reference (either way) is flagged.
+KAFKA_DRIFT = 1.3
+
+
+def kafka_reference(results_dir: Path) -> dict:
+    """Each target's Kafka figure in the reference runs (the mean when both have it)."""
+    seen: dict = {}
+    for name in KAFKA_REFERENCE_RUNS:
+        try:
+            data = json.loads((results_dir / name).read_text())
+        except (OSError, ValueError):
+            continue
+        for t in data.get("targets", []):
+            if t.get("kafka"):
+                seen.setdefault(t["name"], []).append(t["kafka"])
+    return {k: sum(v) / len(v) for k, v in seen.items()}
+
+
+def kafka_drift_lines(tg: list, reference: dict) -> list[str]:
+    """Kafka's own figures in this run against the reference runs: the rows where Kafka
+    is more than KAFKA_DRIFT times faster or slower than there, so that a ratio that moved
+    because Kafka did (the bench host's memory management has halved Kafka's producers
+    for a day) is not read as shardlog's progress. Latency rows are left out: they move by
+    2x between the reference runs themselves. Empty when nothing drifted."""
+    drifted = []
+    for t in tg:
+        if "latency" in t["name"]:
+            continue
+        ref, now = reference.get(t["name"]), t["kafka"]
+        if ref and now and not (1 / KAFKA_DRIFT <= now / ref <= KAFKA_DRIFT):
+            drifted.append(f"{t['name']}: {fmt(now, 2)} against {fmt(ref, 2)} ({now / ref:.2f}×)")
+    if not drifted:
+        return []
+    return [f"**Kafka far from its reference runs** ({', '.join(f'`{n}`' for n in KAFKA_REFERENCE_RUNS)}; "
+            f"more than {KAFKA_DRIFT:g}× either way): " + "; ".join(drifted) + ". The ratios of these rows "
+            "moved with Kafka; compare shardlog's own figures across runs instead.", ""]
+
+
 def write_report(bench: Bench, out_dir: Path, full: bool) -> Path:
     opts = bench.opts
     commit, dirty = git_commit()
@@ -352,6 +393,7 @@ def write_report(bench: Bench, out_dir: Path, full: bool) -> Path:
     if any(w not in LIMIT_WORKLOADS for w in opts.workloads):
         L.extend(targets_lines(tg))
         L.extend(send_floor_lines(tg, bench.limits))
+        L.extend(kafka_drift_lines(tg, kafka_reference(Path(__file__).resolve().parents[1] / "results")))
     else:
         L.append("Only the limits workloads ran (issue 11, see *Workloads*); the throughput and latency targets "
                  "of the default run are not measured here.")
