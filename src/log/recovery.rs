@@ -168,7 +168,7 @@ async fn trim(seg: &Segment, valid: u64, stop: ScanStop) -> io::Result<u64> {
 /// from (0: the whole segment).
 async fn recover_active(seg: &Segment, interval: u64) -> io::Result<u64> {
     let last_entry =
-        if seg.load_indexes() { seg.index.borrow().entries.last().copied() } else { None };
+        if seg.load_indexes(None) { seg.index.borrow().entries.last().copied() } else { None };
     let Some((rel, pos)) = last_entry else {
         seg.remove_index_files()?;
         scan_and_repair(seg, interval).await?;
@@ -240,7 +240,7 @@ pub async fn recover(dir: &Path, interval: u64) -> io::Result<Recovered> {
         if i + 1 == bases.len() {
             active_scan_from = recover_active(&seg, interval).await?;
         } else {
-            if !seg.load_indexes() {
+            if !seg.load_indexes(Some(bases[i + 1])) {
                 scan_and_repair(&seg, interval).await?;
                 seg.finish_time_index();
                 seg.save_indexes()?;

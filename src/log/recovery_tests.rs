@@ -283,3 +283,56 @@ fn a_last_index_entry_not_naming_its_batch_sends_recovery_to_the_whole_scan() {
         log.close().await.unwrap();
     });
 }
+
+/// A sealed segment's index files are trusted when they decode, but not with an entry
+/// naming an offset at or past the next segment's base (a helper appended one such
+/// well-formed entry to a `.timeindex`: every later max-timestamp lookup failed with
+/// KAFKA_STORAGE_ERROR, across restarts): the segment is scanned and its files rewritten.
+#[test]
+fn a_sealed_segments_index_entry_past_its_end_sends_it_to_a_scan() {
+    run(|dir| async move {
+        let mut c = small_index();
+        c.segment_bytes = 4096;
+        let log = PartitionLog::open(dir.clone(), c.clone()).await.unwrap();
+        for seq in 0..30 {
+            log.append(record(seq), 0).await.unwrap();
+        }
+        log.close().await.unwrap();
+        let bases = recovery::list_segments(&dir).unwrap();
+        assert!(bases.len() >= 3, "{bases:?}");
+        let first = dir.join(format!("{SEGMENT}.timeindex"));
+        let good = std::fs::read(&first).unwrap();
+        for (path, entry) in [
+            // (timestamp later than all, relative offset of the next segment's base)
+            (
+                first.clone(),
+                [&5000i64.to_be_bytes()[..], &(bases[1] as u32).to_be_bytes()].concat(),
+            ),
+        ] {
+            let mut damaged = good.clone();
+            damaged.extend_from_slice(&entry);
+            std::fs::write(&path, damaged).unwrap();
+        }
+        let rec = recovery::recover(&dir, 1000).await.unwrap();
+        assert_eq!(rec.max_ts, Some((1029, 29)));
+        let sealed = &rec.segments[0];
+        assert_eq!(sealed.max_ts.get().map(|m| m.0), Some(1000 + bases[1] - 1));
+        assert_eq!(std::fs::read(&first).unwrap(), good, "rewritten by the scan");
+        // Same for an offset index entry past the end.
+        let index = dir.join(format!("{SEGMENT}.index"));
+        let good = std::fs::read(&index).unwrap();
+        let mut damaged = good.clone();
+        // (the next segment's base, a position inside the file after the last entry's:
+        // the entry decodes)
+        let last_pos = OffsetIndex::decode(&good, u64::MAX).unwrap().entries.last().unwrap().1;
+        damaged.extend_from_slice(
+            &[&(bases[1] as u32).to_be_bytes()[..], &(last_pos + 1).to_be_bytes()].concat(),
+        );
+        drop(rec);
+        std::fs::write(&index, damaged).unwrap();
+        let log = PartitionLog::open(dir.clone(), c).await.unwrap();
+        assert_eq!(std::fs::read(&index).unwrap(), good);
+        assert_eq!(log.high_watermark(), 30);
+        log.close().await.unwrap();
+    });
+}

@@ -323,9 +323,11 @@ impl Segment {
         remove_files(&self.dir, self.base_offset, &["index", "timeindex"])
     }
 
-    /// Loads both index files; false (indexes left empty) if either is missing or damaged.
-    /// On success also sets `max_ts` from the last time index entry.
-    pub fn load_indexes(&self) -> bool {
+    /// Loads both index files; false (indexes left empty) if either is missing or damaged,
+    /// or (with `end`, the exclusive offset where the next segment starts) an entry of
+    /// either names an offset at or past `end`. On success also sets `max_ts` from the
+    /// last time index entry.
+    pub fn load_indexes(&self, end: Option<i64>) -> bool {
         let ix = std::fs::read(segment_path(&self.dir, self.base_offset, "index"));
         let tx = std::fs::read(segment_path(&self.dir, self.base_offset, "timeindex"));
         let (Ok(ix), Ok(tx)) = (ix, tx) else {
@@ -338,6 +340,14 @@ impl Segment {
         };
         if self.size.get() > 0 && tx.entries.is_empty() {
             return false; // a non-empty inactive segment always has its final entry
+        }
+        // Both indexes are increasing in offset: their last entries bound the rest.
+        let last_rel = |r: Option<u32>| r.map_or(-1, |r| self.base_offset + i64::from(r));
+        if end.is_some_and(|end| {
+            last_rel(ix.entries.last().map(|e| e.0)) >= end
+                || last_rel(tx.entries.last().map(|e| e.1)) >= end
+        }) {
+            return false;
         }
         self.max_ts.set(tx.entries.last().map(|&(t, r)| (t, self.base_offset + r as i64)));
         self.saved_entries.set((ix.entries.len(), tx.entries.len()));
