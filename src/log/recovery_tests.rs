@@ -302,17 +302,11 @@ fn a_sealed_segments_index_entry_past_its_end_sends_it_to_a_scan() {
         assert!(bases.len() >= 3, "{bases:?}");
         let first = dir.join(format!("{SEGMENT}.timeindex"));
         let good = std::fs::read(&first).unwrap();
-        for (path, entry) in [
-            // (timestamp later than all, relative offset of the next segment's base)
-            (
-                first.clone(),
-                [&5000i64.to_be_bytes()[..], &(bases[1] as u32).to_be_bytes()].concat(),
-            ),
-        ] {
-            let mut damaged = good.clone();
-            damaged.extend_from_slice(&entry);
-            std::fs::write(&path, damaged).unwrap();
-        }
+        // (a timestamp later than all, the relative offset of the next segment's base)
+        let mut damaged = good.clone();
+        damaged.extend_from_slice(&5000i64.to_be_bytes());
+        damaged.extend_from_slice(&(bases[1] as u32).to_be_bytes());
+        std::fs::write(&first, damaged).unwrap();
         let rec = recovery::recover(&dir, 1000).await.unwrap();
         assert_eq!(rec.max_ts, Some((1029, 29)));
         let sealed = &rec.segments[0];
