@@ -1,28 +1,12 @@
 //! Recovery points (`recovery_point.rs`): a log that never closed cleanly is recovered
 //! after a crash from the last point, not by a scan of its whole active segment.
 
-use bytes::Bytes;
-
 use super::index::OffsetIndex;
 use super::producer_state::ProducerState;
 use super::recovery;
+use super::recovery_tests::record;
 use super::tests::{cfg, run};
 use super::*;
-use crate::protocol::batch::testing::{build_batch, BatchSpec};
-
-/// One record of producer 9 (epoch 0) with sequence `seq` and a 480-byte value,
-/// timestamp `1000 + seq`.
-fn record(seq: i32) -> Bytes {
-    Bytes::from(build_batch(&BatchSpec {
-        records: 1,
-        value_len: 480,
-        base_timestamp: 1000 + seq as i64,
-        producer_id: 9,
-        producer_epoch: 0,
-        base_sequence: seq,
-        ..Default::default()
-    }))
-}
 
 /// Bytes between two recovery points in these tests.
 const EVERY: u64 = 5000;

@@ -12,7 +12,7 @@ use crate::protocol::batch::testing::{build_batch, BatchSpec};
 
 /// One record of producer 9 (epoch 0) with sequence `seq` and a 480-byte value (about
 /// 550 bytes stored), timestamp `1000 + seq`.
-fn record(seq: i32) -> Bytes {
+pub(super) fn record(seq: i32) -> Bytes {
     Bytes::from(build_batch(&BatchSpec {
         records: 1,
         value_len: 480,
