@@ -22,7 +22,7 @@ use crate::error::{self, ResponseError};
 use crate::protocol::batch::BatchIter;
 use crate::protocol::strings::topic_name;
 use crate::security::acl::{AclOperation, ResourceType};
-use crate::shard::messages::PartitionRead;
+use crate::shard::messages::{PartitionRead, ReadSpec};
 use crate::shard::{DataRequest, Shard};
 
 pub const VERSIONS: Versions = Versions { min: 4, max: 18 };
@@ -33,8 +33,6 @@ struct Wanted {
     partition: i32,
     offset: i64,
     max_bytes: usize,
-    /// Isolation level 1 (KIP-98): read up to the last stable offset.
-    read_committed: bool,
     /// (topic name, owning shard), or the error to answer with.
     target: Result<(TopicName, usize), ResponseError>,
 }
@@ -80,7 +78,6 @@ pub async fn handle(ctx: &Ctx, request: FetchRequest) -> Outcome<FetchResponse> 
                 partition: p.partition,
                 offset: p.fetch_offset,
                 max_bytes: p.partition_max_bytes.max(0) as usize,
-                read_committed: request.isolation_level == 1,
                 target,
             });
         }
@@ -98,11 +95,13 @@ pub async fn handle(ctx: &Ctx, request: FetchRequest) -> Outcome<FetchResponse> 
     }
     let min_bytes = (request.min_bytes.max(0) as usize).min(max_bytes);
     let max_wait = Duration::from_millis(request.max_wait_ms.max(0) as u64);
+    // Isolation level 1 (KIP-98): read up to the last stable offset.
+    let read_committed = request.isolation_level == 1;
     let shard = ctx.shard.clone();
     Outcome::later(async move {
         let started = Instant::now();
         let deadline = started + max_wait;
-        let mut reads = read_all(&shard, &wanted).await;
+        let mut reads = read_all(&shard, &wanted, read_committed).await;
         let mut waited = false;
         loop {
             let total: usize = reads.iter().map(|r| r.records.len()).sum();
@@ -137,7 +136,7 @@ pub async fn handle(ctx: &Ctx, request: FetchRequest) -> Outcome<FetchResponse> 
             )
             .await;
             waited = true;
-            reads = read_all(&shard, &wanted).await;
+            reads = read_all(&shard, &wanted, read_committed).await;
             if reads.iter().zip(&seen).all(|(r, s)| r.high_watermark == *s) {
                 // Woken without new data (a closed or failed log's watch wakes at
                 // once): no busy loop either.
@@ -161,33 +160,60 @@ fn stopped_below_high_watermark(read: &PartitionRead) -> bool {
     last.is_some_and(|(_, h)| h.last_offset() + 1 < end)
 }
 
-/// Reads every partition on its owner, all in parallel.
-async fn read_all(shard: &std::rc::Rc<Shard>, wanted: &[Wanted]) -> Vec<PartitionRead> {
-    let mut replies = Vec::with_capacity(wanted.len());
-    for w in wanted {
+/// Reads every partition on its owner, all in parallel: one [`DataRequest::ReadMany`]
+/// per owning shard (the other shards' first, so they work while this shard reads its
+/// own inline); one [`PartitionRead`] per entry of `wanted`, in its order.
+async fn read_all(
+    shard: &std::rc::Rc<Shard>,
+    wanted: &[Wanted],
+    read_committed: bool,
+) -> Vec<PartitionRead> {
+    let mut reads: Vec<PartitionRead> = Vec::with_capacity(wanted.len());
+    // Per shard: the reads asked of it and where each one's answer goes in `reads`.
+    let mut per_shard: Vec<(Vec<ReadSpec>, Vec<usize>)> = vec![Default::default(); shard.nr_shards];
+    for (i, w) in wanted.iter().enumerate() {
         match &w.target {
             Ok((topic, owner)) => {
-                let (tx, rx) = oneshot::channel();
-                let req = DataRequest::Read {
+                reads.push(PartitionRead::default());
+                let (specs, slots) = &mut per_shard[*owner];
+                specs.push(ReadSpec {
                     topic: topic.clone(),
                     partition: w.partition,
                     offset: w.offset,
                     max_bytes: w.max_bytes,
-                    read_committed: w.read_committed,
-                    reply: tx,
-                };
-                shard.send(*owner, req).await;
-                replies.push(Ok(rx));
+                });
+                slots.push(i);
             }
-            Err(error) => replies.push(Err(*error)),
+            Err(error) => reads.push(PartitionRead::failed(*error)),
         }
     }
-    let mut reads = Vec::with_capacity(replies.len());
-    for r in replies {
-        reads.push(match r {
-            Ok(rx) => rx.await.unwrap_or(PartitionRead::failed(ResponseError::UnknownServerError)),
-            Err(error) => PartitionRead::failed(error),
-        });
+    let me = shard.id;
+    let order = (0..shard.nr_shards).filter(|&s| s != me).chain(std::iter::once(me));
+    let mut replies = Vec::new();
+    for owner in order {
+        let (partitions, slots) = std::mem::take(&mut per_shard[owner]);
+        if partitions.is_empty() {
+            continue;
+        }
+        let (reply, rx) = oneshot::channel();
+        shard.send(owner, DataRequest::ReadMany { partitions, read_committed, reply }).await;
+        replies.push((rx, slots));
+    }
+    for (rx, slots) in replies {
+        match rx.await {
+            Ok(answers) if answers.len() == slots.len() => {
+                for (slot, read) in slots.into_iter().zip(answers) {
+                    reads[slot] = read;
+                }
+            }
+            // Dropped at shutdown (or a reply of the wrong shape, which the owner
+            // never sends).
+            _ => {
+                for slot in slots {
+                    reads[slot] = PartitionRead::failed(ResponseError::UnknownServerError);
+                }
+            }
+        }
     }
     reads
 }

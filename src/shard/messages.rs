@@ -48,6 +48,18 @@ pub struct PartitionBatches {
     pub batches: Vec<Bytes>,
 }
 
+/// One partition's read in a [`DataRequest::ReadMany`].
+#[derive(Debug, Clone)]
+pub struct ReadSpec {
+    pub topic: TopicName,
+    pub partition: i32,
+    /// Inclusive: the first offset wanted (the batch holding it is returned whole).
+    pub offset: i64,
+    /// About how many bytes of whole batches to return (the first batch is returned
+    /// even when larger).
+    pub max_bytes: usize,
+}
+
 /// What one partition read returned on its owning shard.
 #[derive(Debug, Clone, Default)]
 pub struct PartitionRead {
@@ -190,16 +202,11 @@ pub enum DataRequest {
         now_ms: i64,
         reply: Reply<Vec<KafkaResult<Appended>>>,
     },
-    /// Read whole batches from `offset` (inclusive), about `max_bytes` bytes; up to the
-    /// last stable offset, with the aborted transactions, when `read_committed`.
-    Read {
-        topic: TopicName,
-        partition: i32,
-        offset: i64,
-        max_bytes: usize,
-        read_committed: bool,
-        reply: Reply<PartitionRead>,
-    },
+    /// Reads every listed partition of this shard (a Fetch's share of the shard: one
+    /// message per owning shard, not per partition), all at once; the reply holds one
+    /// [`PartitionRead`] per entry of `partitions`, in its order. Up to the last stable
+    /// offset, with the aborted transactions, when `read_committed`.
+    ReadMany { partitions: Vec<ReadSpec>, read_committed: bool, reply: Reply<Vec<PartitionRead>> },
     /// Resolve once any listed partition's high watermark passes its offset, or after
     /// `timeout_ms`.
     WaitForData { partitions: Vec<(TopicName, i32, i64)>, timeout_ms: u64, reply: Reply<()> },

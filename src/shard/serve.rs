@@ -18,7 +18,7 @@ use kafka_protocol::messages::TopicName;
 
 use super::messages::{
     ActiveProducer, Appended, CatalogChanged, ControlRequest, DataRequest, ListedOffset,
-    LogDirPartition, PartitionBatches, PartitionRead, ShardMessage, TxnMarkerWrite,
+    LogDirPartition, PartitionBatches, PartitionRead, ReadSpec, ShardMessage, TxnMarkerWrite,
 };
 use super::state::Shard;
 use crate::broker_config::BrokerDefaults;
@@ -135,12 +135,18 @@ async fn execute_data(shard: &Rc<Shard>, request: DataRequest) {
                 let _ = reply.send(started.into_iter().map(first_done).collect());
             }
         }
-        DataRequest::Read { topic, partition, offset, max_bytes, read_committed, reply } => {
-            let shard = shard.clone();
-            spawn_detached(async move {
-                let read = read(&shard, &topic, partition, offset, max_bytes, read_committed);
-                let _ = reply.send(read.await);
-            });
+        DataRequest::ReadMany { partitions, read_committed, reply } => {
+            let mut reads = Box::pin(read_many(shard.clone(), partitions, read_committed));
+            // Reads served from the cache finish in their first poll: answer them
+            // without a task of their own.
+            match future::poll_once(&mut reads).await {
+                Some(done) => {
+                    let _ = reply.send(done);
+                }
+                None => spawn_detached(async move {
+                    let _ = reply.send(reads.await);
+                }),
+            }
         }
         DataRequest::WaitForData { partitions, timeout_ms, reply } => {
             let waits: Vec<Pin<Box<dyn Future<Output = ()>>>> = partitions
@@ -420,6 +426,19 @@ fn not_here(shard: &Rc<Shard>, topic: &str, partition: i32) -> ResponseError {
     } else {
         ResponseError::UnknownTopicOrPartition
     }
+}
+
+/// Reads `partitions` (all of this shard's) at once: one [`PartitionRead`] each, in
+/// their order.
+async fn read_many(
+    shard: Rc<Shard>,
+    partitions: Vec<ReadSpec>,
+    read_committed: bool,
+) -> Vec<PartitionRead> {
+    let reads = partitions.iter().map(|p| {
+        read(&shard, p.topic.as_str(), p.partition, p.offset, p.max_bytes, read_committed)
+    });
+    futures_util::future::join_all(reads).await
 }
 
 async fn read(

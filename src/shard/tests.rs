@@ -8,7 +8,7 @@ use bytes::Bytes;
 use futures_channel::oneshot;
 use kafka_protocol::messages::TopicName;
 
-use super::messages::{Appended, NewTopic, PartitionBatches};
+use super::messages::{Appended, NewTopic, PartitionBatches, PartitionRead, ReadSpec};
 use super::{ControlRequest, DataRequest, Shard};
 use crate::error::{KafkaResult, ResponseError};
 use crate::protocol::batch::testing::{build_batch, BatchSpec};
@@ -347,4 +347,86 @@ fn transaction_markers_end_transactions_on_their_partitions() {
         shard.send(shard.id, DataRequest::WriteTxnMarkers { markers, reply }).await;
         assert_eq!(rx.await.unwrap(), vec![Err(ResponseError::TransactionCoordinatorFenced)]);
     });
+}
+
+/// Sends one `ReadMany` for `partitions` (`(topic, partition, offset)`, 1 MiB each)
+/// to this shard and waits for its reply.
+async fn read_many(
+    shard: &Rc<Shard>,
+    partitions: &[(&str, i32, i64)],
+    read_committed: bool,
+) -> Vec<PartitionRead> {
+    let partitions = partitions
+        .iter()
+        .map(|&(topic, partition, offset)| ReadSpec {
+            topic: name(topic),
+            partition,
+            offset,
+            max_bytes: 1 << 20,
+        })
+        .collect();
+    let (reply, rx) = oneshot::channel();
+    shard.send(shard.id, DataRequest::ReadMany { partitions, read_committed, reply }).await;
+    rx.await.expect("reply")
+}
+
+/// What a read answered: (error, high watermark, log start offset, batch base offsets).
+fn answered(read: &PartitionRead) -> (Option<ResponseError>, i64, i64, Vec<i64>) {
+    let bases = BatchIter::new(&read.records).map(|b| b.expect("batch").1.base_offset).collect();
+    (read.error, read.high_watermark, read.log_start_offset, bases)
+}
+
+/// A `ReadMany` answers every listed partition in list order, each on its own (an
+/// error in one does not touch the others), the same from the batch cache (answered in
+/// the message's first poll) and from the disk (answered by a task of its own).
+#[test]
+fn read_many_answers_each_partition_in_list_order() {
+    for flags in [&[][..], &["--cache-bytes", "0"][..]] {
+        super::testing::with_shard_flags(flags, move |shard| async move {
+            let created = shard
+                .ask_control(|reply| ControlRequest::CreateTopics {
+                    topics: vec![NewTopic {
+                        name: "t".into(),
+                        partitions: 3,
+                        configs: Default::default(),
+                        shards: None,
+                    }],
+                    validate_only: false,
+                    reply,
+                })
+                .await
+                .await
+                .expect("control answers");
+            assert!(created.iter().all(|r| r.is_ok()), "topic created");
+            let shape = vec![(0, vec![batch(3), batch(2)]), (1, vec![batch(4)])];
+            let appended = append_many(&shard, "t", shape).await.await.expect("reply");
+            assert_eq!(base_offsets(&appended), vec![Ok(0), Ok(0)]);
+            let reads = read_many(
+                &shard,
+                &[("t", 1, 0), ("t", 9, 0), ("t", 0, 4), ("t", 0, 6), ("t", 2, 0), ("t", 0, 0)],
+                false,
+            )
+            .await;
+            let reads: Vec<_> = reads.iter().map(answered).collect();
+            let none = ResponseError::NotLeaderOrFollower;
+            assert_eq!(
+                reads,
+                vec![
+                    (None, 4, 0, vec![0]),
+                    // Not a partition of the topic: as for a log not opened yet.
+                    (Some(none), -1, -1, vec![]),
+                    // The batch holding offset 4 comes whole.
+                    (None, 5, 0, vec![3]),
+                    (Some(ResponseError::OffsetOutOfRange), 5, 0, vec![]),
+                    (None, 0, 0, vec![]),
+                    (None, 5, 0, vec![0, 3]),
+                ],
+                "flags {flags:?}"
+            );
+            // read_committed: no transaction is open, the aborted list is empty, not null.
+            let committed = read_many(&shard, &[("t", 0, 0)], true).await;
+            assert_eq!(committed[0].aborted.as_deref(), Some(&[][..]));
+            assert_eq!(answered(&committed[0]), (None, 5, 0, vec![0, 3]));
+        });
+    }
 }
