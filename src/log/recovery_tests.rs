@@ -330,3 +330,32 @@ fn a_sealed_segments_index_entry_past_its_end_sends_it_to_a_scan() {
         log.close().await.unwrap();
     });
 }
+
+/// A `.timeindex` extended but never written before a power loss reads as zeros: one
+/// all-zero entry (timestamp 0 at the segment's base) decodes, and trusted it made the
+/// segment's max timestamp 0, so `offsets_for_times` answered with the next segment's
+/// base for any timestamp inside it (found by a helper zeroing a sealed segment's file).
+/// Such an entry sends the segment to a scan, which rewrites the file.
+#[test]
+fn an_all_zero_time_index_entry_sends_the_segment_to_a_scan() {
+    run(|dir| async move {
+        let mut c = small_index();
+        c.segment_bytes = 4096;
+        let log = PartitionLog::open(dir.clone(), c.clone()).await.unwrap();
+        for seq in 0..30 {
+            log.append(record(seq), 0).await.unwrap();
+        }
+        log.close().await.unwrap();
+        let bases = recovery::list_segments(&dir).unwrap();
+        assert!(bases.len() >= 3, "{bases:?}");
+        let first = dir.join(format!("{SEGMENT}.timeindex"));
+        let good = std::fs::read(&first).unwrap();
+        std::fs::write(&first, [0u8; 12]).unwrap();
+        let log = PartitionLog::open(dir.clone(), c.clone()).await.unwrap();
+        assert_eq!(std::fs::read(&first).unwrap(), good, "rewritten by the scan");
+        // Record `seq` has offset `seq` and timestamp 1000 + seq.
+        assert_eq!(log.offset_for_timestamp(1001).await.unwrap(), Some((1, 1001)));
+        assert_eq!(log.max_timestamp().await.unwrap(), Some((29, 1029)));
+        log.close().await.unwrap();
+    });
+}

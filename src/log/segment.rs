@@ -325,8 +325,9 @@ impl Segment {
 
     /// Loads both index files; false (indexes left empty) if either is missing or damaged,
     /// or (with `end`, the exclusive offset where the next segment starts) an entry of
-    /// either names an offset at or past `end`. On success also sets `max_ts` from the
-    /// last time index entry.
+    /// either names an offset at or past `end`, or the last time index entry of a
+    /// non-empty segment is all zeros. On success also sets `max_ts` from the last time
+    /// index entry.
     pub fn load_indexes(&self, end: Option<i64>) -> bool {
         let ix = std::fs::read(segment_path(&self.dir, self.base_offset, "index"));
         let tx = std::fs::read(segment_path(&self.dir, self.base_offset, "timeindex"));
@@ -340,6 +341,14 @@ impl Segment {
         };
         if self.size.get() > 0 && tx.entries.is_empty() {
             return false; // a non-empty inactive segment always has its final entry
+        }
+        // An all-zero last entry (timestamp 0 at the segment's base) is what a file
+        // extended but never written looks like after a power loss (index files are
+        // not fsync'ed): trusted, it would make this segment's max timestamp 0 and send
+        // every `offsets_for_times` past it. A segment whose records really all have
+        // timestamps of 0 or less only costs a scan at each start.
+        if self.size.get() > 0 && tx.entries.last() == Some(&(0, 0)) {
+            return false;
         }
         // Both indexes are increasing in offset: their last entries bound the rest.
         let last_rel = |r: Option<u32>| r.map_or(-1, |r| self.base_offset + i64::from(r));
