@@ -354,7 +354,9 @@ pub struct Config {
     #[arg(long, env = "SHARDLOG_FLUSH", value_enum, default_value_t = FlushPolicy::Interval)]
     pub flush: FlushPolicy,
 
-    /// Period of fdatasync under `--flush interval`, in ms.
+    /// Under `--flush interval`: ms from a write that finds a partition clean to its
+    /// fdatasync (so written data is durable within this bound; a partition with
+    /// nothing to sync has no timer).
     #[arg(long, env = "SHARDLOG_FLUSH_INTERVAL_MS", default_value_t = 1000)]
     pub flush_interval_ms: u64,
 

@@ -296,6 +296,9 @@ pub struct PartitionLog {
     writer_exit: RefCell<Option<futures_channel::oneshot::Receiver<()>>>,
     /// Data written since the last fdatasync (Interval policy).
     dirty: Cell<bool>,
+    /// Wakes the flush task (Interval policy) when `dirty` becomes true, and at close
+    /// or drop so that it ends: a clean log's flush task sleeps without a timer.
+    flush_wake: Rc<Notify>,
     /// The active segment's size (bytes) when its last recovery point was taken (at
     /// open: where its index files end), see [`recovery_point`].
     point_size: Cell<u64>,
@@ -317,6 +320,7 @@ pub struct PartitionLog {
 
 impl Drop for PartitionLog {
     fn drop(&mut self) {
+        self.flush_wake.notify();
         if let Ok(mut c) = self.cache.try_borrow_mut() {
             c.unregister(self.cache_id);
         }
@@ -396,6 +400,7 @@ impl PartitionLog {
             cleaner_checkpoint: Cell::new(None),
             roll_waiters: RefCell::default(),
             dirty: Cell::new(false),
+            flush_wake: Rc::new(Notify::default()),
             point_size: Cell::new(rec.active_scan_from),
             point: RefCell::default(),
             txn_unsynced: Cell::new(false),
@@ -408,7 +413,8 @@ impl PartitionLog {
         glommio::spawn_local(writer).detach();
         if log.config.flush == FlushPolicy::Interval {
             let ms = log.config.flush_interval_ms.max(1);
-            glommio::spawn_local(flush_task(Rc::downgrade(&log), ms)).detach();
+            let wake = log.flush_wake.clone();
+            glommio::spawn_local(flush_task(Rc::downgrade(&log), wake, ms)).detach();
         }
         Ok(log)
     }
@@ -816,6 +822,7 @@ impl PartitionLog {
         self.cache.borrow_mut().clear(self.cache_id);
         self.watch.stop();
         self.writer_wake.notify();
+        self.flush_wake.notify();
         res
     }
 
@@ -929,8 +936,8 @@ impl PartitionLog {
             if self.config.flush == FlushPolicy::Always {
                 seg.file.fdatasync().await.map_err(io::Error::from)?;
                 crate::metrics::with(|m| m.timed(Timed::Fdatasync, written.elapsed()));
-            } else {
-                self.dirty.set(true);
+            } else if !self.dirty.replace(true) {
+                self.flush_wake.notify();
             }
             let aborted: Vec<AbortedTxn> = group.iter().filter_map(|p| p.aborted).collect();
             if !aborted.is_empty() {
@@ -1178,9 +1185,17 @@ async fn writer_task(
     }
 }
 
-/// Background fdatasync of the active segment every `ms` (FlushPolicy::Interval).
-async fn flush_task(log: Weak<PartitionLog>, ms: u64) {
+/// Background fdatasync of the active segment (FlushPolicy::Interval): `ms` after a
+/// write finds the log clean, so that written data is durable within `ms` (plus the
+/// fdatasync). Between writes it sleeps on `wake` with no timer: an idle partition costs
+/// no wake-up (1,000 idle partitions cost 0.02-0.05 of a core in 1 s ticks). Holds only
+/// a weak reference, so dropping the last `Rc<PartitionLog>` (which notifies) ends it.
+async fn flush_task(log: Weak<PartitionLog>, wake: Rc<Notify>, ms: u64) {
     loop {
+        wake.wait().await;
+        if log.upgrade().is_none_or(|l| l.closed.get() || l.failed.borrow().is_some()) {
+            return;
+        }
         glommio::timer::sleep(Duration::from_millis(ms)).await;
         let Some(log) = log.upgrade() else { return };
         if log.closed.get() || log.failed.borrow().is_some() {
