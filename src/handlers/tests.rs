@@ -896,6 +896,86 @@ async fn fetch_partition_0(
     r
 }
 
+/// Sends a Fetch v11 of `partitions` (`(topic, partition, fetch offset,
+/// partition_max_bytes)`, in one topic entry per partition) with `max_bytes` 1 MiB and
+/// waits for its deferred answer.
+async fn fetch(
+    shard: &Rc<Shard>,
+    partitions: &[(&'static str, i32, i64, i32)],
+    min_bytes: i32,
+    max_wait_ms: i32,
+) -> kafka_protocol::messages::FetchResponse {
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kafka_protocol::messages::FetchRequest;
+    let topics = partitions
+        .iter()
+        .map(|&(name, partition, offset, max)| {
+            FetchTopic::default()
+                .with_topic(TopicName(StrBytes::from_static_str(name)))
+                .with_partitions(vec![FetchPartition::default()
+                    .with_partition(partition)
+                    .with_fetch_offset(offset)
+                    .with_partition_max_bytes(max)])
+        })
+        .collect();
+    let request = FetchRequest::default()
+        .with_max_wait_ms(max_wait_ms)
+        .with_min_bytes(min_bytes)
+        .with_max_bytes(1 << 20)
+        .with_topics(topics);
+    let body = RequestKind::Fetch(request);
+    let Ok(Dispatched { outcome: Outcome::Later(later), .. }) =
+        dispatch(&ctx(shard, 11), frame(ApiKey::Fetch, 11, 3, &body)).await
+    else {
+        panic!("Fetch is not deferred")
+    };
+    let Some(ResponseKind::Fetch(r)) = later.await else { panic!("no answer") };
+    r
+}
+
+/// What a Fetch answered per partition, in order: (error code, high watermark, last
+/// stable offset, log start offset, record bytes).
+fn fetched(r: &kafka_protocol::messages::FetchResponse) -> Vec<(i16, i64, i64, i64, usize)> {
+    r.responses
+        .iter()
+        .flat_map(|t| &t.partitions)
+        .map(|p| {
+            let len = p.records.as_ref().map_or(0, |b| b.len());
+            (p.error_code, p.high_watermark, p.last_stable_offset, p.log_start_offset, len)
+        })
+        .collect()
+}
+
+/// Kafka's answers around a Fetch's limits (found by a helper comparing with Kafka):
+/// a Fetch of no partitions answers at once, whatever `min_bytes`; only the first
+/// partition that returns data may go over its `partition_max_bytes` (KIP-74), a later
+/// one whose first batch does not fit returns none; a failed read
+/// (OFFSET_OUT_OF_RANGE) carries -1 for its offsets.
+#[test]
+fn a_fetch_answers_as_kafka_at_its_limits() {
+    with_shard(|shard| async move {
+        let started = std::time::Instant::now();
+        let r = fetch(&shard, &[], 1, 5_000).await;
+        assert!(r.responses.is_empty());
+        assert!(
+            started.elapsed() < Duration::from_millis(2_500),
+            "waited with nothing to wait for"
+        );
+
+        let stored = one_partition_with_batches(&shard, "a", 2).await;
+        one_partition_with_batches(&shard, "b", 2).await;
+        let r = fetch(&shard, &[("a", 0, 0, 1), ("b", 0, 0, 1)], 1, 100).await;
+        assert_eq!(fetched(&r), vec![(0, 6, 6, 0, stored), (0, 6, 6, 0, 0)]);
+        // A limit that holds one batch: each partition gets exactly one.
+        let one = stored as i32;
+        let r = fetch(&shard, &[("a", 0, 0, one), ("b", 0, 3, one)], 1, 100).await;
+        assert_eq!(fetched(&r), vec![(0, 6, 6, 0, stored), (0, 6, 6, 0, stored)]);
+        // Out of range, next to a partition read as usual.
+        let r = fetch(&shard, &[("a", 0, 7, 1 << 20), ("b", 0, 0, 1 << 20)], 1, 100).await;
+        assert_eq!(fetched(&r), vec![(1, -1, -1, -1, 0), (0, 6, 6, 0, 2 * stored)]);
+    });
+}
+
 #[test]
 fn a_fetch_that_leaves_stored_data_behind_answers_without_waiting_for_min_bytes() {
     with_shard(|shard| async move {

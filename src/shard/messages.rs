@@ -66,11 +66,11 @@ pub struct PartitionRead {
     /// `None`, or OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION,
     /// NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR, UNKNOWN_SERVER_ERROR.
     pub error: Option<ResponseError>,
-    /// Exclusive: the next offset to be written; -1 when unknown.
+    /// Exclusive: the next offset to be written; -1 when unknown or the read failed.
     pub high_watermark: i64,
-    /// Inclusive: the first offset still in the log; -1 when unknown.
+    /// Inclusive: the first offset still in the log; -1 when unknown or the read failed.
     pub log_start_offset: i64,
-    /// Exclusive: the last stable offset (KIP-98); -1 when unknown.
+    /// Exclusive: the last stable offset (KIP-98); -1 when unknown or the read failed.
     pub last_stable_offset: i64,
     /// Whole record batches, verbatim from the log (maybe empty).
     pub records: Bytes,

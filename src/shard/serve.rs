@@ -457,22 +457,23 @@ async fn read(
     } else {
         log.read(offset, max_bytes).await.map(|r| (r, None))
     };
-    let (error, records, aborted) = match read {
-        Ok((records, aborted)) => (None, records, aborted),
+    match read {
+        Ok((records, aborted)) => PartitionRead {
+            error: None,
+            high_watermark: log.high_watermark(),
+            log_start_offset: log.log_start_offset(),
+            last_stable_offset: log.last_stable_offset(),
+            records,
+            aborted,
+        },
         Err(e) => {
             if let ReadError::Io(io) = &e {
                 tracing::error!(%topic, partition, error = %io, "read failed");
             }
-            (Some(ResponseError::from(&e)), bytes::Bytes::new(), None)
+            // Kafka answers a failed read (OFFSET_OUT_OF_RANGE among them) with -1 for
+            // the offsets (`UnifiedLog.UnknownOffset`).
+            PartitionRead::failed(ResponseError::from(&e))
         }
-    };
-    PartitionRead {
-        error,
-        high_watermark: log.high_watermark(),
-        log_start_offset: log.log_start_offset(),
-        last_stable_offset: log.last_stable_offset(),
-        records,
-        aborted,
     }
 }
 

@@ -417,7 +417,8 @@ fn read_many_answers_each_partition_in_list_order() {
                     (Some(none), -1, -1, vec![]),
                     // The batch holding offset 4 comes whole.
                     (None, 5, 0, vec![3]),
-                    (Some(ResponseError::OffsetOutOfRange), 5, 0, vec![]),
+                    // Kafka answers a failed read with -1 for the offsets.
+                    (Some(ResponseError::OffsetOutOfRange), -1, -1, vec![]),
                     (None, 0, 0, vec![]),
                     (None, 5, 0, vec![0, 3]),
                 ],
