@@ -170,6 +170,7 @@ async fn read_all(
     wanted: &[Wanted],
     read_committed: bool,
 ) -> Vec<PartitionRead> {
+    let started = Instant::now();
     let mut reads: Vec<PartitionRead> = Vec::with_capacity(wanted.len());
     // Per shard: the reads asked of it and where each one's answer goes in `reads`.
     let mut per_shard: Vec<(Vec<ReadSpec>, Vec<usize>)> = vec![Default::default(); shard.nr_shards];
@@ -217,6 +218,7 @@ async fn read_all(
             }
         }
     }
+    crate::metrics::with(|m| m.timed(crate::metrics::Timed::FetchRead, started.elapsed()));
     reads
 }
 

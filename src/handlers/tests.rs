@@ -964,7 +964,13 @@ fn a_fetch_answers_as_kafka_at_its_limits() {
 
         let stored = one_partition_with_batches(&shard, "a", 2).await;
         one_partition_with_batches(&shard, "b", 2).await;
+        let passes = || {
+            let counts = crate::metrics::read(|m| m.counters());
+            counts.storage.latency[crate::metrics::Timed::FetchRead as usize].count
+        };
+        let before = passes();
         let r = fetch(&shard, &[("a", 0, 0, 1), ("b", 0, 0, 1)], 1, 100).await;
+        assert_eq!(passes() - before, 1, "one pass of reads, timed once");
         assert_eq!(fetched(&r), vec![(0, 6, 6, 0, stored), (0, 6, 6, 0, 0)]);
         // A limit that holds one batch: each partition gets exactly one.
         let one = stored as i32;

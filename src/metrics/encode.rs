@@ -421,7 +421,8 @@ impl Collector for Scrape {
              it is below the high watermark), write (one DMA write of batches), fdatasync, \
              fetch_wait (the long poll of a Fetch that had too little data), read_wait \
              (a log read waiting for the disk: an on-demand DMA read, or a read-ahead still \
-             in flight).",
+             in flight), fetch_read (one pass of a Fetch's reads on their owning shards, \
+             timed on the connection's shard).",
             shards.iter().flat_map(|s| {
                 Timed::ALL.iter().filter_map(move |&op| {
                     let h = s.counters.storage.latency.get(op as usize)?.clone();

@@ -126,7 +126,7 @@ pub struct QuotaCounts {
 #[derive(Debug, Default)]
 struct Storage {
     /// One per [`Timed`], in [`Timed::ALL`] order.
-    latency: [Latency; 5],
+    latency: [Latency; Timed::ALL.len()],
     cache_hits: u64,
     cache_misses: u64,
     disk_read_bytes: u64,
@@ -149,12 +149,22 @@ pub enum Timed {
     /// A log read that waited for the disk: a DMA read issued on demand, or a
     /// background read-ahead still in flight when the reader reached it.
     ReadWait = 4,
+    /// One pass of a Fetch's reads, timed on the connection's shard: from sending each
+    /// owning shard its reads to the last reply (the other shards' wake-ups and reads,
+    /// this shard's own reads). A Fetch that long-polls makes a pass after each wake-up.
+    FetchRead = 5,
 }
 
 impl Timed {
     /// Every timed operation, in the order of `StorageCounts::latency`.
-    pub const ALL: [Timed; 5] =
-        [Timed::Append, Timed::Write, Timed::Fdatasync, Timed::FetchWait, Timed::ReadWait];
+    pub const ALL: [Timed; 6] = [
+        Timed::Append,
+        Timed::Write,
+        Timed::Fdatasync,
+        Timed::FetchWait,
+        Timed::ReadWait,
+        Timed::FetchRead,
+    ];
 
     /// The `op` label value.
     pub fn name(self) -> &'static str {
@@ -164,6 +174,7 @@ impl Timed {
             Timed::Fdatasync => "fdatasync",
             Timed::FetchWait => "fetch_wait",
             Timed::ReadWait => "read_wait",
+            Timed::FetchRead => "fetch_read",
         }
     }
 }
