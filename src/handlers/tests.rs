@@ -875,25 +875,7 @@ async fn fetch_partition_0(
     min_bytes: i32,
     max_wait_ms: i32,
 ) -> kafka_protocol::messages::FetchResponse {
-    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-    use kafka_protocol::messages::FetchRequest;
-    let request = FetchRequest::default()
-        .with_max_wait_ms(max_wait_ms)
-        .with_min_bytes(min_bytes)
-        .with_max_bytes(1 << 20)
-        .with_topics(vec![FetchTopic::default()
-            .with_topic(TopicName(StrBytes::from_static_str(name)))
-            .with_partitions(vec![FetchPartition::default()
-                .with_partition(0)
-                .with_partition_max_bytes(1)])]);
-    let body = RequestKind::Fetch(request);
-    let Ok(Dispatched { outcome: Outcome::Later(later), .. }) =
-        dispatch(&ctx(shard, 11), frame(ApiKey::Fetch, 11, 3, &body)).await
-    else {
-        panic!("Fetch is not deferred")
-    };
-    let Some(ResponseKind::Fetch(r)) = later.await else { panic!("no answer") };
-    r
+    fetch(shard, &[(name, 0, 0, 1)], min_bytes, max_wait_ms).await
 }
 
 /// Sends a Fetch v11 of `partitions` (`(topic, partition, fetch offset,

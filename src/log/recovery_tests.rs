@@ -284,6 +284,21 @@ fn a_last_index_entry_not_naming_its_batch_sends_recovery_to_the_whole_scan() {
     });
 }
 
+/// Writes records 0..30 (offset `seq`, timestamp 1000 + `seq`) into 4 KiB segments and
+/// closes the log; its config and the segments' base offsets (at least 3).
+async fn sealed_segments(dir: &std::path::Path) -> (LogConfig, Vec<i64>) {
+    let mut c = small_index();
+    c.segment_bytes = 4096;
+    let log = PartitionLog::open(dir.to_path_buf(), c.clone()).await.unwrap();
+    for seq in 0..30 {
+        log.append(record(seq), 0).await.unwrap();
+    }
+    log.close().await.unwrap();
+    let bases = recovery::list_segments(dir).unwrap();
+    assert!(bases.len() >= 3, "{bases:?}");
+    (c, bases)
+}
+
 /// A sealed segment's index files are trusted when they decode, but not with an entry
 /// naming an offset at or past the next segment's base (a helper appended one such
 /// well-formed entry to a `.timeindex`: every later max-timestamp lookup failed with
@@ -291,15 +306,7 @@ fn a_last_index_entry_not_naming_its_batch_sends_recovery_to_the_whole_scan() {
 #[test]
 fn a_sealed_segments_index_entry_past_its_end_sends_it_to_a_scan() {
     run(|dir| async move {
-        let mut c = small_index();
-        c.segment_bytes = 4096;
-        let log = PartitionLog::open(dir.clone(), c.clone()).await.unwrap();
-        for seq in 0..30 {
-            log.append(record(seq), 0).await.unwrap();
-        }
-        log.close().await.unwrap();
-        let bases = recovery::list_segments(&dir).unwrap();
-        assert!(bases.len() >= 3, "{bases:?}");
+        let (c, bases) = sealed_segments(&dir).await;
         let first = dir.join(format!("{SEGMENT}.timeindex"));
         let good = std::fs::read(&first).unwrap();
         // (a timestamp later than all, the relative offset of the next segment's base)
@@ -339,15 +346,7 @@ fn a_sealed_segments_index_entry_past_its_end_sends_it_to_a_scan() {
 #[test]
 fn an_all_zero_time_index_entry_sends_the_segment_to_a_scan() {
     run(|dir| async move {
-        let mut c = small_index();
-        c.segment_bytes = 4096;
-        let log = PartitionLog::open(dir.clone(), c.clone()).await.unwrap();
-        for seq in 0..30 {
-            log.append(record(seq), 0).await.unwrap();
-        }
-        log.close().await.unwrap();
-        let bases = recovery::list_segments(&dir).unwrap();
-        assert!(bases.len() >= 3, "{bases:?}");
+        let (c, _) = sealed_segments(&dir).await;
         let first = dir.join(format!("{SEGMENT}.timeindex"));
         let good = std::fs::read(&first).unwrap();
         std::fs::write(&first, [0u8; 12]).unwrap();

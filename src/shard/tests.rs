@@ -1,6 +1,7 @@
 //! The append messages against a real one-shard broker state: an `AppendMany` gives
 //! the same per-partition results and offsets as one `Append` per batch, and keeps
-//! the order of batches within a message and across pipelined messages.
+//! the order of batches within a message and across pipelined messages; a `ReadMany`
+//! answers each of its partitions in list order.
 
 use std::rc::Rc;
 
@@ -23,27 +24,29 @@ where
     Fut: std::future::Future<Output = ()>,
 {
     super::testing::with_shard(|shard| async move {
-        let topics = ["many", "single"]
-            .map(|name| NewTopic {
-                name: name.into(),
-                partitions: 3,
-                configs: Default::default(),
-                shards: None,
-            })
-            .to_vec();
-        let created = shard
-            .ask_control(|reply| ControlRequest::CreateTopics {
-                topics,
-                validate_only: false,
-                reply,
-            })
-            .await
-            .await
-            .expect("control answers");
-        assert!(created.iter().all(|r| r.is_ok()), "topics created");
+        create_topics(&shard, &["many", "single"]).await;
         assert!(shard.log("many", 2).is_some() && shard.log("single", 2).is_some());
         test(shard).await;
     });
+}
+
+/// Creates `names`, 3 partitions each, through the control shard.
+async fn create_topics(shard: &Rc<Shard>, names: &[&str]) {
+    let topics = names
+        .iter()
+        .map(|&name| NewTopic {
+            name: name.into(),
+            partitions: 3,
+            configs: Default::default(),
+            shards: None,
+        })
+        .collect();
+    let created = shard
+        .ask_control(|reply| ControlRequest::CreateTopics { topics, validate_only: false, reply })
+        .await
+        .await
+        .expect("control answers");
+    assert!(created.iter().all(|r| r.is_ok()), "topics created");
 }
 
 /// A plain batch of `n` records.
@@ -383,21 +386,7 @@ fn answered(read: &PartitionRead) -> (Option<ResponseError>, i64, i64, Vec<i64>)
 fn read_many_answers_each_partition_in_list_order() {
     for flags in [&[][..], &["--cache-bytes", "0"][..]] {
         super::testing::with_shard_flags(flags, move |shard| async move {
-            let created = shard
-                .ask_control(|reply| ControlRequest::CreateTopics {
-                    topics: vec![NewTopic {
-                        name: "t".into(),
-                        partitions: 3,
-                        configs: Default::default(),
-                        shards: None,
-                    }],
-                    validate_only: false,
-                    reply,
-                })
-                .await
-                .await
-                .expect("control answers");
-            assert!(created.iter().all(|r| r.is_ok()), "topic created");
+            create_topics(&shard, &["t"]).await;
             let shape = vec![(0, vec![batch(3), batch(2)]), (1, vec![batch(4)])];
             let appended = append_many(&shard, "t", shape).await.await.expect("reply");
             assert_eq!(base_offsets(&appended), vec![Ok(0), Ok(0)]);
