@@ -46,6 +46,9 @@ use crate::protocol::batch::BatchIter;
 /// bytes so that consecutive batches are adjacent in memory and a fetch of several of
 /// them is one zero-copy `Bytes`.
 pub const MAX_ARENA_BYTES: usize = 4 << 20;
+// A read-ahead window's DMA read is the size of the largest arena, so that the pool
+// recycles one as the other (and the prefault serves both).
+const _: () = assert!(MAX_ARENA_BYTES == super::segment::READ_AHEAD);
 /// Smallest append arena, bytes.
 pub const MIN_ARENA_BYTES: usize = 64 << 10;
 /// Idle buffers a shard keeps for reuse (uncounted overhead: at most this many times
@@ -187,6 +190,23 @@ impl ShardCache {
         (self.budget / 8 / self.parts.len().max(1)).clamp(MIN_ARENA_BYTES, MAX_ARENA_BYTES)
     }
 
+    /// Size of the buffers `--cache-prefault` faults in: a read-ahead window's
+    /// ([`MAX_ARENA_BYTES`], the size of [`crate::log::segment::READ_AHEAD`]'s DMA reads)
+    /// when the budget holds one, else [`ShardCache::arena_bytes`]. Reads from disk then
+    /// reuse them whatever the arena size: with many partitions per shard arenas are
+    /// small (a restarted broker with 1,000 partitions: 128 KiB), and buffers prefaulted
+    /// at that size fit no read, so each 4 MiB read faulted in fresh memory while the
+    /// pool unmapped prefaulted buffers to stay within the budget (a third of the
+    /// broker's CPU in such a cold consume). Small arenas then start in fresh memory, as
+    /// on a broker started without partitions.
+    pub fn prefault_buffer_bytes(&self) -> usize {
+        if self.budget >= MAX_ARENA_BYTES {
+            MAX_ARENA_BYTES
+        } else {
+            self.arena_bytes()
+        }
+    }
+
     /// Adds an (empty) partition and returns its handle.
     pub fn register(&mut self) -> PartitionId {
         let id = self.next_id;
@@ -303,13 +323,13 @@ impl ShardCache {
         self.pool.idle_bytes()
     }
 
-    /// Faults in one more arena buffer of [`ShardCache::arena_bytes`] for the pool to
+    /// Faults in one more buffer of [`ShardCache::prefault_buffer_bytes`] for the pool to
     /// hold until an arena or a read needs it (see [`ArenaPool::prefault_one`]); false
     /// when this is not the shard's cache ([`ShardCache::for_shard`]), caching is off
     /// (a budget or partition cap of 0) or the idle buffers already fill what the budget
     /// has left.
     pub fn prefault_one(&self) -> bool {
-        self.may_prefault() && self.pool.prefault_one(self.arena_bytes())
+        self.may_prefault() && self.pool.prefault_one(self.prefault_buffer_bytes())
     }
 
     /// Whether memory may be faulted in ahead of use for this cache: it is the shard's
@@ -831,6 +851,32 @@ mod tests {
         assert_eq!(tags.len(), 50);
         assert!(arenas.len() <= 6, "{} distinct arena buffers", arenas.len());
         assert!(c.idle_arenas() <= IDLE_ARENAS);
+    }
+
+    #[test]
+    fn prefaulted_buffers_are_read_windows_whatever_the_arena_size() {
+        // 64 MiB, 64 partitions: 128 KiB arenas, but the prefault fills the budget with
+        // 16 buffers of a read-ahead window, which the first reads from disk reuse.
+        let shared = ShardCache::for_shard(64 << 20, usize::MAX);
+        let mut c = shared.borrow_mut();
+        for _ in 0..64 {
+            c.register();
+        }
+        assert_eq!((c.arena_bytes(), c.prefault_buffer_bytes()), (128 << 10, 4 << 20));
+        let mut prefaulted = 0;
+        while c.prefault_one() {
+            prefaulted += 1;
+        }
+        let pool = super::super::arena::shard_pool();
+        assert_eq!((prefaulted, pool.idle(), pool.idle_bytes()), (16, 16, 64 << 20));
+        let read = pool.read_block(super::super::segment::READ_AHEAD);
+        assert_eq!((pool.idle(), pool.idle_bytes()), (15, 60 << 20));
+        drop(read);
+        assert_eq!((pool.idle(), pool.idle_bytes()), (16, 64 << 20));
+        // A budget under one window: buffers of the arena size (64 KiB, one partition).
+        let small = ShardCache::shared(2 << 20, usize::MAX);
+        small.borrow_mut().register();
+        assert_eq!(small.borrow().prefault_buffer_bytes(), MIN_ARENA_BYTES * 4);
     }
 
     #[test]

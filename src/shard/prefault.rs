@@ -1,6 +1,7 @@
 //! Faulting in the shard's batch cache memory at start-up (`--cache-prefault`): a
 //! short-lived thread per shard, pinned to the shard's CPU and at the lowest priority
-//! (nice 19), that fills the shard's buffer pool with arena buffers until they total the
+//! (nice 19), that fills the shard's buffer pool with buffers of a read-ahead window's size
+//! (see [`crate::log::cache::ShardCache::prefault_buffer_bytes`]) until they total the
 //! cache budget (see [`crate::log::arena::ArenaPool::prefault_one`]), then exits. Not a
 //! task on the shard's executor: a task that is always runnable keeps the executor from
 //! polling for I/O until it is preempted, which delayed every request during the
@@ -24,7 +25,7 @@ pub fn spawn(shard: Rc<Shard>, stop: Shutdown) {
         if !cache.may_prefault() {
             return;
         }
-        (cache.arena_bytes(), cache.budget(), crate::log::arena::shard_pool())
+        (cache.prefault_buffer_bytes(), cache.budget(), crate::log::arena::shard_pool())
     };
     let limit = prefault_bytes(budget, shard.nr_shards, crate::config::available_memory());
     if limit < budget {
