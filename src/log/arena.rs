@@ -22,7 +22,7 @@
 
 use std::alloc::Layout;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -59,6 +59,9 @@ pub struct ArenaPool {
     /// [`ArenaPool::set_reserve`] takes the lock only when there is something to shed.
     idle_len: AtomicUsize,
     idle_total: AtomicUsize,
+    /// Buffers of at least [`MIN_POOLED_READ`] bytes allocated because no idle one fitted
+    /// (see [`ArenaPool::allocated`]).
+    allocated: AtomicU64,
 }
 
 /// The idle buffers, oldest first, and their total capacity in bytes.
@@ -95,6 +98,7 @@ impl ArenaPool {
             reserve: AtomicUsize::new(0),
             idle_len: AtomicUsize::new(0),
             idle_total: AtomicUsize::new(0),
+            allocated: AtomicU64::new(0),
         })
     }
 
@@ -123,6 +127,14 @@ impl ArenaPool {
     /// Total capacity of the idle buffers held now, bytes.
     pub fn idle_bytes(&self) -> usize {
         self.idle.lock().map_or(0, |i| i.bytes)
+    }
+
+    /// Buffers of at least [`MIN_POOLED_READ`] bytes (append arenas and read-ahead
+    /// windows) this pool allocated since it was made because no idle buffer fitted:
+    /// each is memory the kernel faults in and zeroes page by page on the data path
+    /// (what `--cache-prefault` is for). Prefaulted buffers are not counted.
+    pub fn allocated(&self) -> u64 {
+        self.allocated.load(Ordering::Relaxed)
     }
 
     /// Sets how many bytes of idle buffers the pool keeps even beyond `max_free` of them:
@@ -199,6 +211,9 @@ impl ArenaPool {
     fn allocate(&self, len: usize) -> Block {
         let reserve = self.reserve.load(Ordering::Relaxed).saturating_sub(len);
         self.change(|idle| idle.shed(self.max_free, reserve));
+        if len >= MIN_POOLED_READ {
+            self.allocated.fetch_add(1, Ordering::Relaxed);
+        }
         Block::new(len)
     }
 

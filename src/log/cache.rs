@@ -323,6 +323,12 @@ impl ShardCache {
         self.pool.idle_bytes()
     }
 
+    /// Buffers the shard's pool allocated because no idle one fitted (see
+    /// [`ArenaPool::allocated`]).
+    pub fn allocated_buffers(&self) -> u64 {
+        self.pool.allocated()
+    }
+
     /// Faults in one more buffer of [`ShardCache::prefault_buffer_bytes`] for the pool to
     /// hold until an arena or a read needs it (see [`ArenaPool::prefault_one`]); false
     /// when this is not the shard's cache ([`ShardCache::for_shard`]), caching is off

@@ -494,6 +494,12 @@ impl Collector for Scrape {
             "Bytes of idle buffers the shard keeps for its batch cache (faulted in, reused before any new allocation).",
             per_shard(|s| s.cache_idle_bytes),
         )?;
+        counters(
+            e,
+            "shardlog_cache_buffers_allocated",
+            "Buffers of an append arena's or read window's size the shard allocated because none of its idle ones fitted (each faulted in on the data path).",
+            shards.iter().map(|s| (shard_label(s), s.cache_allocated_buffers)),
+        )?;
         gauges(
             e,
             "shardlog_data_dir_free_bytes",
@@ -645,6 +651,7 @@ mod tests {
             partitions: 3,
             segments: 4,
             cache_idle_bytes: 7,
+            cache_allocated_buffers: 3,
             groups: vec![GroupSummary {
                 group_id: "g".into(),
                 group_type: "classic",
@@ -701,6 +708,8 @@ mod tests {
             r#"shardlog_request_duration_seconds_sum{shard="0",api="Produce",phase="handle"} 0.002"#,
             r#"shardlog_cache_idle_bytes{shard="0"} 7"#,
             r#"shardlog_cache_idle_bytes{shard="1"} 0"#,
+            r#"shardlog_cache_buffers_allocated_total{shard="0"} 3"#,
+            r#"shardlog_cache_buffers_allocated_total{shard="1"} 0"#,
             r#"shardlog_topic_bytes_in_total{topic="orders"} 4096"#,
             r#"shardlog_topic_records_in_total{topic="orders"} 10"#,
             r#"shardlog_topic_bytes_out_total{topic="orders"} 150"#,

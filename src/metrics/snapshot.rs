@@ -30,6 +30,10 @@ pub struct ShardSnapshot {
     /// Bytes of idle buffers the shard's pool holds for its cache (faulted in, reused
     /// before anything new is allocated; see `log::arena::ArenaPool`).
     pub cache_idle_bytes: u64,
+    /// Buffers of an arena's or read window's size the shard's pool allocated since
+    /// start because no idle one fitted (page faults on the data path; see
+    /// `log::arena::ArenaPool::allocated`).
+    pub cache_allocated_buffers: u64,
     /// The groups this shard coordinates.
     pub groups: Vec<GroupSummary>,
     /// The transactional ids this shard coordinates, by state, and its counters.
@@ -46,9 +50,10 @@ pub fn take(shard: &Rc<Shard>) -> ShardSnapshot {
         m.counters()
     });
     let logs = shard.owned_logs();
-    let (cache_used_bytes, cache_budget_bytes, cache_idle_bytes) = {
+    let (cache_used_bytes, cache_budget_bytes, cache_idle_bytes, cache_allocated_buffers) = {
         let cache = shard.cache.borrow();
-        (cache.used() as u64, cache.budget() as u64, cache.idle_bytes() as u64)
+        let sizes = (cache.used() as u64, cache.budget() as u64, cache.idle_bytes() as u64);
+        (sizes.0, sizes.1, sizes.2, cache.allocated_buffers())
     };
     ShardSnapshot {
         shard: shard.id,
@@ -60,6 +65,7 @@ pub fn take(shard: &Rc<Shard>) -> ShardSnapshot {
         cache_used_bytes,
         cache_budget_bytes,
         cache_idle_bytes,
+        cache_allocated_buffers,
         groups: shard.groups.summaries(),
         transactions: shard.txns.summary(),
         high_watermarks: logs

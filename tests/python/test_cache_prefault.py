@@ -61,7 +61,7 @@ def test_each_shard_faults_in_its_share_of_the_cache(broker_factory):
     cache_bytes = 256 << 20  # 128 MiB per shard on 2 shards
     b = broker_factory("--cache-bytes", str(cache_bytes))
     for shard, line in wait_prefaulted(b).items():
-        # No partition yet: 4 MiB buffers (an eighth of the budget, at most 4 MiB).
+        # 4 MiB buffers: a read window (and, with no partition yet, the arena size too).
         assert line == (32, 4 << 20, cache_bytes // 2), f"shard {shard}"
     assert resident_bytes(b) >= cache_bytes
     assert idle_bytes(b) == {0: cache_bytes // 2, 1: cache_bytes // 2}
@@ -90,10 +90,11 @@ def test_no_prefault_when_no_data_partition_may_be_cached(broker_factory):
 
 
 def test_records_pass_through_prefaulted_and_recycled_buffers(broker_factory):
-    # 8 MiB per shard in 1 MiB buffers; 20 MB produced: the cache evicts and reuses them.
+    # 8 MiB per shard in two buffers of a read window (4 MiB: the budget holds one),
+    # though its arenas are 1 MiB; 20 MB produced: the cache evicts and reuses them.
     b = broker_factory("--cache-bytes", str(16 << 20))
     for shard, line in wait_prefaulted(b).items():
-        assert line == (8, 1 << 20, 8 << 20), f"shard {shard}"
+        assert line == (2, 4 << 20, 8 << 20), f"shard {shard}"
     produce_and_read_back(b.bootstrap, "pf-small", 20_000)
 
 
