@@ -52,8 +52,8 @@ pub fn take(shard: &Rc<Shard>) -> ShardSnapshot {
     let logs = shard.owned_logs();
     let (cache_used_bytes, cache_budget_bytes, cache_idle_bytes, cache_allocated_buffers) = {
         let cache = shard.cache.borrow();
-        let sizes = (cache.used() as u64, cache.budget() as u64, cache.idle_bytes() as u64);
-        (sizes.0, sizes.1, sizes.2, cache.allocated_buffers())
+        let idle = cache.idle_bytes() as u64;
+        (cache.used() as u64, cache.budget() as u64, idle, cache.allocated_buffers())
     };
     ShardSnapshot {
         shard: shard.id,
