@@ -109,12 +109,13 @@ def test_a_cold_read_after_a_restart_stays_within_the_cache_budget(broker_factor
     # ~290 MiB read in 4 MiB windows through prefaulted, then recycled, buffers. A few
     # reads find no idle buffer that fits: the prefault covers the budget, and the
     # read-ahead windows held when the cache reaches it are memory beyond it (at most
-    # READ_AHEAD_BUDGET); a read shorter than half a window cannot reuse one either.
-    # 6 in every run here; with buffers of the arena size prefaulted, nearly every
+    # READ_AHEAD_BUDGET, 16 windows; how many depends on timing), and a read shorter
+    # than half a window (a partition's last) cannot reuse one either. 6 in most runs
+    # here, 9 beside a CI run; with buffers of the arena size prefaulted, nearly every
     # window was a fresh allocation: 69.
     allocated = allocated_buffers(b) - allocated_before
     print(f"buffers allocated during the read: {allocated}")
-    assert allocated <= 8, allocated
+    assert allocated <= READ_AHEAD_BUDGET // (4 * MIB) + 4, allocated
     peak = status_kib(b.proc.pid, "VmHWM") * 1024
     bound = CACHE + READ_AHEAD_BUDGET + IDLE_BUFFERS + PROCESS
     print(f"peak RSS {peak / MIB:.0f} MiB, bound {bound / MIB:.0f} MiB")
