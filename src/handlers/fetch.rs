@@ -101,7 +101,7 @@ pub async fn handle(ctx: &Ctx, request: FetchRequest) -> Outcome<FetchResponse> 
     Outcome::later(async move {
         let started = Instant::now();
         let deadline = started + max_wait;
-        let mut reads = read_all(&shard, &wanted, read_committed).await;
+        let mut reads = read_all(&shard, &wanted, read_committed, max_bytes).await;
         let mut waited = false;
         loop {
             let total: usize = reads.iter().map(|r| r.records.len()).sum();
@@ -119,7 +119,7 @@ pub async fn handle(ctx: &Ctx, request: FetchRequest) -> Outcome<FetchResponse> 
                 || any_error
                 || now >= deadline
                 || shard.stopping.is_fired()
-                || reads.iter().any(stopped_below_high_watermark)
+                || wanted.iter().zip(&reads).any(|(w, r)| stopped_below_high_watermark(w.offset, r))
             {
                 break;
             }
@@ -138,7 +138,7 @@ pub async fn handle(ctx: &Ctx, request: FetchRequest) -> Outcome<FetchResponse> 
             )
             .await;
             waited = true;
-            reads = read_all(&shard, &wanted, read_committed).await;
+            reads = read_all(&shard, &wanted, read_committed, max_bytes).await;
             if reads.iter().zip(&seen).all(|(r, s)| r.high_watermark == *s) {
                 // Woken without new data (a closed or failed log's watch wakes at
                 // once): no busy loop either.
@@ -153,22 +153,29 @@ pub async fn handle(ctx: &Ctx, request: FetchRequest) -> Outcome<FetchResponse> 
     })
 }
 
-/// True when `read` returned batches but ended below its high watermark: more data is
-/// stored past what it returned.
-fn stopped_below_high_watermark(read: &PartitionRead) -> bool {
+/// True when the read from `offset` ended below its high watermark: more data is
+/// stored past what it returned, or it returned none though data was there (its
+/// partition came after the response's `max_bytes` was used up on its shard).
+fn stopped_below_high_watermark(offset: i64, read: &PartitionRead) -> bool {
     // A read_committed read (it lists aborted transactions) ends at the stable offset.
     let end = if read.aborted.is_some() { read.last_stable_offset } else { read.high_watermark };
+    if read.records.is_empty() {
+        return read.error.is_none() && offset < end;
+    }
     let last = BatchIter::new(&read.records).map_while(|b| b.ok()).last();
     last.is_some_and(|(_, h)| h.last_offset() + 1 < end)
 }
 
 /// Reads every partition on its owner, all in parallel: one [`DataRequest::ReadMany`]
 /// per owning shard (the other shards' first, so they work while this shard reads its
-/// own inline); one [`PartitionRead`] per entry of `wanted`, in its order.
+/// own inline); one [`PartitionRead`] per entry of `wanted`, in its order. Each shard
+/// reads about `max_bytes` (the response's limit) at most over its partitions, so a
+/// Fetch reads up to that once per shard, not `partition_max_bytes` per partition.
 async fn read_all(
     shard: &std::rc::Rc<Shard>,
     wanted: &[Wanted],
     read_committed: bool,
+    max_bytes: usize,
 ) -> Vec<PartitionRead> {
     let started = Instant::now();
     let mut reads: Vec<PartitionRead> = Vec::with_capacity(wanted.len());
@@ -199,7 +206,7 @@ async fn read_all(
             continue;
         }
         let (reply, rx) = oneshot::channel();
-        shard.send(owner, DataRequest::ReadMany { partitions, read_committed, reply }).await;
+        shard.send(owner, DataRequest::ReadMany { partitions, read_committed, max_bytes, reply }).await;
         replies.push((rx, slots));
     }
     for (rx, slots) in replies {

@@ -602,10 +602,40 @@ impl PartitionLog {
     /// memory, see [`ShardCache::read`]) or else a DMA read of one segment (a read never
     /// spans two segments), whose batches are then cached too.
     pub async fn read(&self, offset: i64, max_bytes: usize) -> Result<Bytes, ReadError> {
-        if offset < self.log_start.get() {
+        self.check_offset(offset)?;
+        self.read_any(offset, max_bytes, i64::MAX).await
+    }
+
+    /// `OffsetOutOfRange` when a read from `offset` would fail for its offset alone:
+    /// below `log_start_offset()` or above `high_watermark()` (what a read answers
+    /// before it looks for batches, so a Fetch that reads a partition for its offsets
+    /// only answers the same error).
+    pub fn check_offset(&self, offset: i64) -> Result<(), ReadError> {
+        if offset < self.log_start.get() || offset > self.watch.get() {
             return Err(ReadError::OffsetOutOfRange);
         }
-        self.read_any(offset, max_bytes, i64::MAX).await
+        Ok(())
+    }
+
+    /// Bytes a read from `offset` could return at most, capped at `cap`: from the
+    /// offset index's entry at or below `offset` in the segment holding it to the end
+    /// of the log (an over-estimate by up to one index interval, plus data above the
+    /// high watermark or last stable offset). 0 only when no segment holds data at or
+    /// after that entry. Costs a binary search in memory, no I/O; a Fetch sizes each
+    /// partition's share of its `max_bytes` with it before it reads.
+    pub fn bytes_from(&self, offset: i64, cap: usize) -> usize {
+        let segments = self.segments.borrow();
+        let i = segments.partition_point(|g| g.base_offset <= offset).max(1) - 1;
+        let mut total = 0u64;
+        for (n, seg) in segments.iter().enumerate().skip(i) {
+            let from =
+                if n == i { u64::from(seg.index.borrow().lookup(seg.rel(offset))) } else { 0 };
+            total += seg.size.get().saturating_sub(from);
+            if total >= cap as u64 {
+                return cap;
+            }
+        }
+        total as usize
     }
 
     /// [`PartitionLog::read`] for a read_committed consumer (KIP-98): the batches stop
@@ -619,9 +649,7 @@ impl PartitionLog {
         offset: i64,
         max_bytes: usize,
     ) -> Result<(Bytes, Vec<AbortedTxn>), ReadError> {
-        if offset < self.log_start.get() {
-            return Err(ReadError::OffsetOutOfRange);
-        }
+        self.check_offset(offset)?;
         let lso = self.last_stable_offset();
         let records = self.read_any(offset, max_bytes, lso).await?;
         if records.is_empty() || self.aborted.borrow().is_empty() {

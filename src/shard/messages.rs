@@ -205,8 +205,18 @@ pub enum DataRequest {
     /// Reads every listed partition of this shard (a Fetch's share of the shard: one
     /// message per owning shard, not per partition), all at once; the reply holds one
     /// [`PartitionRead`] per entry of `partitions`, in its order. Up to the last stable
-    /// offset, with the aborted transactions, when `read_committed`.
-    ReadMany { partitions: Vec<ReadSpec>, read_committed: bool, reply: Reply<Vec<PartitionRead>> },
+    /// offset, with the aborted transactions, when `read_committed`. `max_bytes` is the
+    /// Fetch's response limit (bytes): the partitions with data share it in list order,
+    /// each reading at most `min(its max_bytes, what is left)`; once it is used up, the
+    /// rest are answered with their offsets and no records (the first partition with
+    /// data still returns one whole batch, KIP-74). So one message reads about
+    /// `max_bytes` plus one batch, however many partitions it lists.
+    ReadMany {
+        partitions: Vec<ReadSpec>,
+        read_committed: bool,
+        max_bytes: usize,
+        reply: Reply<Vec<PartitionRead>>,
+    },
     /// Resolve once any listed partition's high watermark passes its offset, or after
     /// `timeout_ms`.
     WaitForData { partitions: Vec<(TopicName, i32, i64)>, timeout_ms: u64, reply: Reply<()> },

@@ -135,8 +135,9 @@ async fn execute_data(shard: &Rc<Shard>, request: DataRequest) {
                 let _ = reply.send(started.into_iter().map(first_done).collect());
             }
         }
-        DataRequest::ReadMany { partitions, read_committed, reply } => {
-            let mut reads = Box::pin(read_many(shard.clone(), partitions, read_committed));
+        DataRequest::ReadMany { partitions, read_committed, max_bytes, reply } => {
+            let mut reads =
+                Box::pin(read_many(shard.clone(), partitions, read_committed, max_bytes));
             // Reads served from the cache finish in their first poll: answer them
             // without a task of their own.
             match future::poll_once(&mut reads).await {
@@ -430,42 +431,97 @@ fn not_here(shard: &Rc<Shard>, topic: &str, partition: i32) -> ResponseError {
 
 /// Reads `partitions` (all of this shard's) at once: one [`PartitionRead`] each, in
 /// their order.
+/// Reads `partitions` in list order, sharing `max_bytes` (see [`DataRequest::ReadMany`]):
+/// each partition with data below its high watermark (last stable offset when
+/// `read_committed`) reads at most `min(its max_bytes, what is left, what it holds
+/// past its offset)`. A read served from the cache finishes in its first poll and
+/// takes what it returned from what is left; one that goes to the disk takes its
+/// whole share and runs concurrently with the others. Partitions past the limit, and
+/// those without data, are answered with their offsets only.
 async fn read_many(
     shard: Rc<Shard>,
     partitions: Vec<ReadSpec>,
     read_committed: bool,
+    max_bytes: usize,
 ) -> Vec<PartitionRead> {
-    let reads = partitions.iter().map(|p| {
-        read(&shard, p.topic.as_str(), p.partition, p.offset, p.max_bytes, read_committed)
-    });
-    futures_util::future::join_all(reads).await
+    let mut answers = Vec::with_capacity(partitions.len());
+    let mut reading = Vec::new();
+    let mut left = max_bytes;
+    let mut any_data = false;
+    for (slot, p) in partitions.iter().enumerate() {
+        let (topic, partition) = (p.topic.as_str(), p.partition);
+        let Some(log) = shard.readable_log(topic, partition).await else {
+            answers.push(PartitionRead::failed(not_here(&shard, topic, partition)));
+            continue;
+        };
+        let end = if read_committed { log.last_stable_offset() } else { log.high_watermark() };
+        if p.offset >= end || (left == 0 && any_data) {
+            answers.push(offsets_only(&log, p.offset, read_committed));
+            continue;
+        }
+        any_data = true;
+        // Never 0 here: a share of 0 still reads one whole batch.
+        let share = p.max_bytes.min(left).min(log.bytes_from(p.offset, p.max_bytes).max(1));
+        let mut read = Box::pin(read(log, topic, partition, p.offset, share, read_committed));
+        match future::poll_once(&mut read).await {
+            Some(done) => {
+                left = left.saturating_sub(done.records.len());
+                answers.push(done);
+            }
+            None => {
+                left = left.saturating_sub(share);
+                answers.push(PartitionRead::default());
+                reading.push((slot, read));
+            }
+        }
+    }
+    let (slots, reads): (Vec<usize>, Vec<_>) = reading.into_iter().unzip();
+    for (slot, done) in slots.into_iter().zip(futures_util::future::join_all(reads).await) {
+        answers[slot] = done;
+    }
+    answers
+}
+
+/// What a read of `log` from `offset` answers apart from its records: its offsets, or
+/// the offset's error (as [`PartitionLog::check_offset`]).
+fn offsets_only(log: &PartitionLog, offset: i64, read_committed: bool) -> PartitionRead {
+    match log.check_offset(offset) {
+        Ok(()) => answer(log, Bytes::new(), read_committed.then(Vec::new)),
+        Err(e) => PartitionRead::failed(ResponseError::from(&e)),
+    }
+}
+
+/// A successful read's answer: `records` with `log`'s offsets as they are now.
+fn answer(
+    log: &PartitionLog,
+    records: Bytes,
+    aborted: Option<Vec<crate::log::txn_index::AbortedTxn>>,
+) -> PartitionRead {
+    PartitionRead {
+        error: None,
+        high_watermark: log.high_watermark(),
+        log_start_offset: log.log_start_offset(),
+        last_stable_offset: log.last_stable_offset(),
+        records,
+        aborted,
+    }
 }
 
 async fn read(
-    shard: &Rc<Shard>,
+    log: Rc<PartitionLog>,
     topic: &str,
     partition: i32,
     offset: i64,
     max_bytes: usize,
     read_committed: bool,
 ) -> PartitionRead {
-    let Some(log) = shard.readable_log(topic, partition).await else {
-        return PartitionRead::failed(not_here(shard, topic, partition));
-    };
     let read = if read_committed {
         log.read_committed(offset, max_bytes).await.map(|(r, a)| (r, Some(a)))
     } else {
         log.read(offset, max_bytes).await.map(|r| (r, None))
     };
     match read {
-        Ok((records, aborted)) => PartitionRead {
-            error: None,
-            high_watermark: log.high_watermark(),
-            log_start_offset: log.log_start_offset(),
-            last_stable_offset: log.last_stable_offset(),
-            records,
-            aborted,
-        },
+        Ok((records, aborted)) => answer(&log, records, aborted),
         Err(e) => {
             if let ReadError::Io(io) = &e {
                 tracing::error!(%topic, partition, error = %io, "read failed");

@@ -353,11 +353,21 @@ fn transaction_markers_end_transactions_on_their_partitions() {
 }
 
 /// Sends one `ReadMany` for `partitions` (`(topic, partition, offset)`, 1 MiB each)
-/// to this shard and waits for its reply.
+/// to this shard, with no response limit, and waits for its reply.
 async fn read_many(
     shard: &Rc<Shard>,
     partitions: &[(&str, i32, i64)],
     read_committed: bool,
+) -> Vec<PartitionRead> {
+    read_many_within(shard, partitions, read_committed, usize::MAX).await
+}
+
+/// [`read_many`] with the Fetch's response limit `max_bytes`.
+async fn read_many_within(
+    shard: &Rc<Shard>,
+    partitions: &[(&str, i32, i64)],
+    read_committed: bool,
+    max_bytes: usize,
 ) -> Vec<PartitionRead> {
     let partitions = partitions
         .iter()
@@ -369,7 +379,8 @@ async fn read_many(
         })
         .collect();
     let (reply, rx) = oneshot::channel();
-    shard.send(shard.id, DataRequest::ReadMany { partitions, read_committed, reply }).await;
+    let request = DataRequest::ReadMany { partitions, read_committed, max_bytes, reply };
+    shard.send(shard.id, request).await;
     rx.await.expect("reply")
 }
 
@@ -417,6 +428,59 @@ fn read_many_answers_each_partition_in_list_order() {
             let committed = read_many(&shard, &[("t", 0, 0)], true).await;
             assert_eq!(committed[0].aborted.as_deref(), Some(&[][..]));
             assert_eq!(answered(&committed[0]), (None, 5, 0, vec![0, 3]));
+        });
+    }
+}
+
+/// The partitions of a `ReadMany` share the Fetch's `max_bytes` in list order: once it
+/// is used up, the rest are answered with their offsets and no records (so a Fetch of
+/// many partitions reads about `max_bytes`, not `partition_max_bytes` per partition).
+/// A read from the cache takes what it returned; one from the disk its whole share.
+#[test]
+fn read_many_shares_the_fetch_limit_in_list_order() {
+    for flags in [&[][..], &["--cache-bytes", "0"][..]] {
+        let from_disk = !flags.is_empty();
+        super::testing::with_shard_flags(flags, move |shard| async move {
+            create_topics(&shard, &["t"]).await;
+            let b = batch(3).len();
+            let three = || vec![batch(3), batch(3), batch(3)];
+            let shape = vec![(0, three()), (1, three()), (2, three())];
+            append_many(&shard, "t", shape).await.await.expect("reply");
+            let oor = ResponseError::OffsetOutOfRange;
+            let parts = [("t", 0, 0), ("t", 1, 0), ("t", 2, 0), ("t", 2, 99)];
+            let reads = read_many_within(&shard, &parts, false, 2 * b).await;
+            let reads: Vec<_> = reads.iter().map(answered).collect();
+            assert_eq!(
+                reads,
+                vec![
+                    (None, 9, 0, vec![0, 3]),
+                    // Past the limit: offsets only.
+                    (None, 9, 0, vec![]),
+                    (None, 9, 0, vec![]),
+                    // An offset past the high watermark fails as a read would.
+                    (Some(oor), -1, -1, vec![]),
+                ],
+                "flags {flags:?}"
+            );
+            // The first partition holds one batch past offset 6, less than its share.
+            let parts = [("t", 0, 6), ("t", 1, 0)];
+            let reads = read_many_within(&shard, &parts, false, 2 * b).await;
+            let reads: Vec<_> = reads.iter().map(answered).collect();
+            // From the cache the next takes what is left (one batch); a disk read
+            // took the whole share before it knew.
+            let second = if from_disk { vec![] } else { vec![0] };
+            assert_eq!(reads, vec![(None, 9, 0, vec![6]), (None, 9, 0, second)], "{flags:?}");
+            // A limit of 0 still reads the first partition with data (one batch, KIP-74),
+            // and read_committed offsets-only answers carry an empty aborted list.
+            let parts = [("t", 0, 9), ("t", 1, 3), ("t", 2, 0)];
+            let reads = read_many_within(&shard, &parts, true, 0).await;
+            assert_eq!(reads[2].aborted.as_deref(), Some(&[][..]));
+            let reads: Vec<_> = reads.iter().map(answered).collect();
+            assert_eq!(
+                reads,
+                vec![(None, 9, 0, vec![]), (None, 9, 0, vec![3]), (None, 9, 0, vec![])],
+                "{flags:?}"
+            );
         });
     }
 }
