@@ -146,6 +146,12 @@ pub const DESCRIBED: &[BrokerConfigDef] = &[
         flag("connections_max_idle_ms", |c| c.connections_max_idle_ms.to_string()),
     ),
     def(
+        "fetch.max.bytes",
+        Int,
+        Some("57671680"),
+        flag("fetch_max_bytes", |c| c.fetch_max_bytes.to_string()),
+    ),
+    def(
         "group.initial.rebalance.delay.ms",
         Int,
         Some("3000"),

@@ -346,6 +346,14 @@ pub struct Config {
     #[arg(long, env = "SHARDLOG_INDEX_INTERVAL_BYTES", default_value_t = 4096)]
     pub index_interval_bytes: u64,
 
+    /// Most bytes of record batches in one Fetch response, whatever the consumer asks
+    /// for (Kafka `fetch.max.bytes`, KIP-541; at least 1024): a Fetch's `max_bytes` is
+    /// capped at it, and with it what one Fetch reads from the disk and the batch cache
+    /// on each shard. The first batch of a response still comes whole above it (KIP-74).
+    #[arg(long, env = "SHARDLOG_FETCH_MAX_BYTES", default_value_t = 57_671_680,
+          value_parser = clap::value_parser!(i32).range(1024..))]
+    pub fetch_max_bytes: i32,
+
     /// Largest record batch accepted, in bytes (Kafka `message.max.bytes`).
     #[arg(long, env = "SHARDLOG_MAX_MESSAGE_BYTES", default_value_t = 1_048_588)]
     pub max_message_bytes: i32,

@@ -55,6 +55,7 @@ const BROKER: &[(&str, &str)] = &[
     ("compression.type", "Default compression.type of topics: uncompressed, gzip, snappy, lz4, zstd or producer."),
     ("compression.zstd.level", "Default compression.zstd.level of topics: -131072 to 22."),
     ("connections.max.idle.ms", "A connection with nothing in flight that sends nothing for this long is closed, in milliseconds; 0 never closes it (flag --connections-max-idle-ms)."),
+    ("fetch.max.bytes", "Most bytes of record batches in one Fetch response, whatever the consumer asks for; the first batch still comes whole above it (flag --fetch-max-bytes)."),
     ("group.initial.rebalance.delay.ms", "How long a new, empty classic group waits for more members before its first rebalance completes, in milliseconds (flag --group-initial-rebalance-delay-ms)."),
     ("group.max.session.timeout.ms", "Largest session timeout a classic group member may ask for, in milliseconds (flag --group-max-session-timeout-ms)."),
     ("group.min.session.timeout.ms", "Smallest session timeout a classic group member may ask for, in milliseconds (flag --group-min-session-timeout-ms)."),

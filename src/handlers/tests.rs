@@ -1021,6 +1021,32 @@ fn a_fetch_reads_from_the_disk_within_its_max_bytes() {
     });
 }
 
+/// `--fetch-max-bytes` (Kafka's `fetch.max.bytes`, KIP-541) caps a Fetch's `max_bytes`:
+/// a consumer asking for 1 MiB gets what the broker's limit holds (one batch of two
+/// here, the second left for the next fetch).
+#[test]
+fn the_brokers_fetch_max_bytes_caps_a_fetch() {
+    crate::shard::testing::with_shard_flags(&["--fetch-max-bytes", "1024"], |shard| async move {
+        use crate::protocol::batch::testing::{build_batch, BatchSpec};
+        one_partition_with_batches(&shard, "capped", 0).await;
+        let log = shard.log("capped", 0).unwrap().log.clone();
+        let big = || {
+            bytes::Bytes::from(build_batch(&BatchSpec {
+                records: 1,
+                value_len: 700,
+                ..Default::default()
+            }))
+        };
+        for _ in 0..2 {
+            log.append(big(), 0).await.unwrap();
+        }
+        let one = big().len();
+        assert!(one <= 1024 && 2 * one > 1024, "{one}");
+        let r = fetch_within(&shard, &[("capped", 0, 0, 1 << 20)], 1, 100, 1 << 20).await;
+        assert_eq!(fetched(&r), vec![(0, 2, 2, 0, one)]);
+    });
+}
+
 /// A Fetch whose `min_bytes` is more than its partitions' `partition_max_bytes` let a
 /// read return waits out `max_wait_ms` without holding the core: other tasks keep
 /// running meanwhile (the long poll used to wake at once, again and again, and starve

@@ -100,6 +100,7 @@ BROKER = {
     'compression.type': ('producer', 5, 2, False, [('compression.type', 'producer', 5)]),
     'compression.zstd.level': ('3', 5, 3, False, [('compression.zstd.level', '3', 5)]),
     'connections.max.idle.ms': ('600000', 5, 5, True, [('connections.max.idle.ms', '600000', 5)]),
+    'fetch.max.bytes': ('57671680', 5, 3, True, [('fetch.max.bytes', '57671680', 5)]),
     'group.initial.rebalance.delay.ms': ('3000', 5, 3, True, [('group.initial.rebalance.delay.ms', '3000', 5)]),
     'group.max.session.timeout.ms': ('1800000', 5, 3, True, [('group.max.session.timeout.ms', '1800000', 5)]),
     'group.min.session.timeout.ms': ('6000', 5, 3, True, [('group.min.session.timeout.ms', '6000', 5)]),
