@@ -122,6 +122,10 @@ pub struct Catalog {
     /// each shard finds a client's quota in its own copy.
     #[serde(default, skip_serializing_if = "crate::quota::ClientQuotas::is_empty")]
     pub client_quotas: crate::quota::ClientQuotas,
+    /// The number of shards the topics' partitions were placed over (set by
+    /// [`Catalog::fit_to_shards`]; absent in catalogs written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placed_for: Option<usize>,
 }
 
 /// How a group id maps to its offsets partition (= `__consumer_offsets` partition).
@@ -212,6 +216,7 @@ impl Catalog {
                 scram_credentials: Default::default(),
                 acls: Default::default(),
                 client_quotas: Default::default(),
+                placed_for: None,
             }),
             Err(e) => Err(e),
         }
@@ -279,18 +284,45 @@ impl Catalog {
         std::fs::File::open(dir)?.sync_all()
     }
 
-    /// Moves partitions placed on shards that no longer exist (the broker restarted
-    /// with fewer `--cores`) to `shard % nr_shards`, and places partition `p` of
-    /// [`OFFSETS_TOPIC`] on shard `p % nr_shards`, where its group log lives.
-    /// Deterministic, so every shard computes the same table from the same file.
+    /// Fits the placement to `nr_shards` shards: partition `p` of [`OFFSETS_TOPIC`] goes
+    /// on shard `p % nr_shards`, where its group log lives; when the broker starts with
+    /// another shard count than the one the topics were placed over (more `--cores`, or
+    /// fewer), every other topic's partitions are placed again, topic by topic in name
+    /// order, each on the shard with the fewest partitions (as at creation), so that a
+    /// broker given more cores spreads its existing partitions over them. Logs live in
+    /// one directory per partition whatever its shard, so nothing moves on disk. A
+    /// catalog that does not say what it was placed for counts the shards its topics
+    /// use. Deterministic, so every shard computes the same table from the same file.
     pub fn fit_to_shards(&mut self, nr_shards: usize) {
         let nr_shards = nr_shards.max(1);
-        for t in self.topics.values_mut() {
-            let internal = t.name == OFFSETS_TOPIC;
+        let user = |t: &&TopicMeta| t.name != OFFSETS_TOPIC;
+        let placed_for = self.placed_for.unwrap_or_else(|| {
+            let used = self.topics.values().filter(user).flat_map(|t| &t.partition_shards);
+            used.max().map_or(nr_shards, |s| s + 1)
+        });
+        if let Some(t) = self.topics.get_mut(OFFSETS_TOPIC) {
             for (p, s) in t.partition_shards.iter_mut().enumerate() {
-                *s = if internal { p % nr_shards } else { *s % nr_shards };
+                *s = p % nr_shards;
             }
         }
+        if placed_for != nr_shards {
+            let names: Vec<String> =
+                self.topics.values().filter(user).map(|t| t.name.clone()).collect();
+            // Unplaced (out of range) until placed again: `place` counts only the rest.
+            for name in &names {
+                if let Some(t) = self.topics.get_mut(name) {
+                    t.partition_shards.iter_mut().for_each(|s| *s = usize::MAX);
+                }
+            }
+            for name in &names {
+                let count = self.topics[name].partition_shards.len();
+                let placed = self.place(count, nr_shards);
+                if let Some(t) = self.topics.get_mut(name) {
+                    t.partition_shards = placed;
+                }
+            }
+        }
+        self.placed_for = Some(nr_shards);
     }
 
     /// The topic named `name`.
@@ -636,6 +668,49 @@ mod tests {
             assert!(placed.iter().enumerate().all(|(p, s)| *s == p % shards), "{shards}");
         }
         assert!(is_internal(OFFSETS_TOPIC) && !is_internal("orders"));
+    }
+
+    /// A broker restarted with another shard count places its topics' partitions again
+    /// (fewest first, topics in name order); with the same count it keeps them, even
+    /// where they were moved on purpose. (Found by a helper: a topic created under
+    /// `--cores 1` stayed on shard 0 after a restart with `--cores 2`.)
+    #[test]
+    fn a_new_shard_count_places_the_topics_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Catalog::init(dir.path()).unwrap();
+        c.fit_to_shards(1);
+        c.create_topic("b", 3, BTreeMap::new(), 1).unwrap();
+        c.create_topic("a", 2, BTreeMap::new(), 1).unwrap();
+        assert_eq!(c.topic("b").unwrap().partition_shards, vec![0, 0, 0]);
+        c.save(dir.path()).unwrap();
+        let mut c = Catalog::load(dir.path()).unwrap();
+        assert_eq!(c.placed_for, Some(1));
+        c.fit_to_shards(2);
+        // The offsets topic holds 25 partitions on each shard; "a" is placed first.
+        assert_eq!(c.topic("a").unwrap().partition_shards, vec![0, 1]);
+        assert_eq!(c.topic("b").unwrap().partition_shards, vec![0, 1, 0]);
+        let offsets = &c.topic(OFFSETS_TOPIC).unwrap().partition_shards;
+        assert!(offsets.iter().enumerate().all(|(p, s)| *s == p % 2));
+        // Same count: kept, a partition moved on purpose included.
+        c.topics.get_mut("b").unwrap().partition_shards = vec![1, 1, 1];
+        c.fit_to_shards(2);
+        assert_eq!(c.topic("b").unwrap().partition_shards, vec![1, 1, 1]);
+        // Three shards (the offsets topic: 17, 17, 16 partitions), then back to two:
+        // spread again each time, not folded onto the low shards.
+        c.fit_to_shards(3);
+        assert_eq!(c.topic("a").unwrap().partition_shards, vec![2, 0]);
+        assert_eq!(c.topic("b").unwrap().partition_shards, vec![1, 2, 0]);
+        // A catalog written before `placed_for` was kept: the shards its topics use.
+        c.placed_for = None;
+        c.fit_to_shards(3);
+        assert_eq!(c.topic("b").unwrap().partition_shards, vec![1, 2, 0]);
+        for t in c.topics.values_mut().filter(|t| t.name != OFFSETS_TOPIC) {
+            t.partition_shards.iter_mut().for_each(|s| *s = 0);
+        }
+        c.placed_for = None;
+        c.fit_to_shards(2);
+        assert_eq!(c.topic("a").unwrap().partition_shards, vec![0, 1]);
+        assert_eq!(c.topic("b").unwrap().partition_shards, vec![0, 1, 0]);
     }
 
     #[test]
