@@ -315,7 +315,7 @@ impl Catalog {
                 }
             }
             for name in &names {
-                let count = self.topics[name].partition_shards.len();
+                let count = self.topics.get(name).map_or(0, |t| t.partition_shards.len());
                 let placed = self.place(count, nr_shards);
                 if let Some(t) = self.topics.get_mut(name) {
                     t.partition_shards = placed;

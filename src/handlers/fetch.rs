@@ -83,7 +83,7 @@ pub async fn handle(ctx: &Ctx, request: FetchRequest) -> Outcome<FetchResponse> 
         }
     }
     // Kafka caps a consumer's `max_bytes` at the broker's `fetch.max.bytes` (KIP-541).
-    let mut max_bytes = request.max_bytes.clamp(0, ctx.shard.config.fetch_max_bytes) as usize;
+    let mut max_bytes = request.max_bytes.min(ctx.shard.config.fetch_max_bytes).max(0) as usize;
     if !catalog.client_quotas.is_empty() {
         // Kafka's fetch quota bound: one response never holds more than the consumer
         // may fetch in a quota window (`getMaxValueInQuotaWindow`).
